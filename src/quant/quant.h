@@ -1,0 +1,50 @@
+// Block formats: geometry of every ggml type, and CPU decode (and encode, for the writer and
+// `memra synth`) of the ones memra runs.
+//
+// A row of n elements of a block type is n / block_elems blocks of block_bytes each, laid out
+// exactly as ggml writes them (little-endian, packed, no padding between blocks).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "common/ggml_type.h"
+
+namespace memra::quant {
+
+struct TypeInfo {
+  const char* name;     // "q4_0", "f16", ... (lower case, as in llama.cpp's file-type names)
+  int64_t block_elems;  // elements per block (1 for plain floats)
+  size_t block_bytes;   // bytes per block
+  bool decodable;       // memra can dequantize it on the CPU
+  bool encodable;       // memra can quantize to it (writer / synth)
+};
+
+// Geometry for any id < kGgmlTypeCount that ggml defines; nullptr for unknown / removed ids.
+const TypeInfo* type_info(uint32_t type_id);
+const TypeInfo& type_info(GgmlType type);  // asserts the type is known
+const char* type_name(GgmlType type);
+// Parses "q4_0", "Q4_0", "bf16", ... ; nullopt if unknown.
+std::optional<GgmlType> parse_type_name(std::string_view name);
+
+// Bytes of a row of n elements; asserts n is a multiple of the block size.
+size_t row_bytes(GgmlType type, int64_t n);
+
+// Decode n elements (a multiple of the block size) from src into dst (float32).
+// Throws memra::Error for types memra cannot decode.
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
+
+// Encode n float32 values into blocks of `type`. Round-to-nearest quantizers with the same
+// block layout ggml uses (not necessarily ggml's importance-weighted choice of scales).
+// Throws memra::Error for types memra cannot encode.
+void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
+
+// Scalar conversions (IEEE binary16 round-to-nearest-even; bfloat16 round-to-nearest-even).
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+}  // namespace memra::quant

@@ -1,0 +1,28 @@
+// Shared helpers for the test suite.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace memra::test {
+
+// Path of a file in ../shared/fixtures. A missing fixture is a test failure with a clear
+// message, never a silent skip.
+inline std::string fixture(const std::string& name) {
+  std::filesystem::path p = std::filesystem::path(MEMRA_FIXTURES_DIR) / name;
+  if (!std::filesystem::exists(p)) {
+    ADD_FAILURE() << "fixture not found: " << p.string()
+                  << " (tests expect the shared fixtures at ../shared/fixtures next to the checkout)";
+  }
+  return p.string();
+}
+
+inline std::string source_path(const std::string& rel) {
+  return (std::filesystem::path(MEMRA_SOURCE_DIR) / rel).string();
+}
+
+inline std::string memra_binary() { return MEMRA_BINARY; }
+
+}  // namespace memra::test
