@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/ggml_type.h"
@@ -58,6 +59,14 @@ class Writer {
   uint64_t data_pos_ = 0;       // bytes written into the data section
   bool header_done_ = false;
   bool finished_ = false;
+  // Added by the implementation: validation state and the temporary file written until finish().
+  std::unordered_set<std::string> keys_;
+  std::unordered_set<std::string> tensor_names_;
+  std::string tmp_path_;  // path_ + ".partial"; renamed to path_ by finish()
+
+  void add_kv(const std::string& key, ValueType type, const void* value, size_t n);
+  void write_bytes(const void* p, size_t n);
+  void write_zeros(uint64_t n);
 };
 
 }  // namespace memra::gguf
