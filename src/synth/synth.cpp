@@ -1,0 +1,117 @@
+// Streaming writer of synthetic models: metadata and tensor table first, then each tensor's
+// data generated and encoded a bounded chunk of rows at a time (kChunkElems floats), so the
+// resident memory is the vocabulary (a few MB) plus two chunk buffers, whatever the model size.
+//
+// The gguf::Writer writes `<path>.partial` and renames it to `<path>` only in finish(): an
+// interrupted or failed write never leaves a file under the requested name, and the Writer
+// removes the unfinished `.partial` when it is destroyed early (a throw from the progress
+// callback, an I/O error).
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "common/error.h"
+#include "gguf/writer.h"
+#include "quant/quant.h"
+#include "synth/synth.h"
+#include "synth/values.h"
+
+namespace memra::synth {
+namespace {
+
+// 2M floats per chunk: 8 MB of values plus at most 8 MB of encoded blocks; large enough that
+// a chunk spreads over all threads, small enough to keep the footprint flat.
+constexpr int64_t kChunkElems = int64_t{1} << 21;
+
+void add_metadata(gguf::Writer& w, const std::vector<MetaEntry>& meta) {
+  for (const MetaEntry& e : meta) {
+    switch (e.kind) {
+      case MetaEntry::Kind::U32: w.add_u32(e.key, e.u32); break;
+      case MetaEntry::Kind::F32: w.add_f32(e.key, e.f32); break;
+      case MetaEntry::Kind::String: w.add_string(e.key, e.str); break;
+      case MetaEntry::Kind::StringArray: w.add_string_array(e.key, e.strings); break;
+      case MetaEntry::Kind::I32Array: w.add_i32_array(e.key, e.i32s); break;
+    }
+  }
+}
+
+// Fails early, with the OS's reason, if the output cannot be created (before the vocabulary is
+// built or any data generated).
+void check_output_path(const std::string& path, const std::string& partial) {
+  if (path.empty()) fail("no output file given: pass -o FILE.gguf");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail("cannot write output file '{}': it is a directory; pass a file name", path);
+  std::FILE* f = std::fopen(partial.c_str(), "wb");
+  if (!f) fail("cannot write output file '{}': {}", path, std::strerror(errno));
+  std::fclose(f);
+  std::remove(partial.c_str());
+}
+
+}  // namespace
+
+void synth_model(const SynthOptions& options, const ProgressFn& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+
+  const std::vector<PlannedTensor> plan = plan_tensors(options);  // validates the options
+  for (const PlannedTensor& t : plan)
+    if (!quant::type_info(t.type).encodable)
+      fail("cannot encode tensor {} as {}: memra has no encoder for it", t.name, quant::type_name(t.type));
+  check_output_path(options.path, options.path + ".partial");  // the Writer's temporary name
+
+  uint64_t total = 0;
+  for (const PlannedTensor& t : plan) total += t.n_bytes;
+
+  {
+    gguf::Writer w(options.path);
+    {
+      const std::vector<MetaEntry> meta = plan_metadata(options);
+      add_metadata(w, meta);
+    }  // the vocabulary's strings are serialized into the writer; drop our copy
+    for (const PlannedTensor& t : plan) w.add_tensor(t.name, t.type, t.ne);
+    w.write_header();
+
+    std::vector<float> values;
+    std::vector<uint8_t> encoded;
+    uint64_t written = 0;
+    for (size_t ti = 0; ti < plan.size(); ++ti) {
+      const PlannedTensor& t = plan[ti];
+      const int64_t row = t.ne[0];
+      int64_t n_rows = 1;
+      for (size_t d = 1; d < t.ne.size(); ++d) n_rows *= t.ne[d];
+      const size_t row_bytes = quant::row_bytes(t.type, row);
+      const int64_t rows_per_chunk = std::max<int64_t>(1, kChunkElems / row);
+      const uint64_t key = tensor_key(options.seed, t.name);
+      values.resize(static_cast<size_t>(std::min(rows_per_chunk, n_rows) * row));
+      encoded.resize(static_cast<size_t>(std::min(rows_per_chunk, n_rows)) * row_bytes);
+
+      for (int64_t r0 = 0; r0 < n_rows; r0 += rows_per_chunk) {
+        const int64_t n = std::min(rows_per_chunk, n_rows - r0);
+        float* vals = values.data();
+        uint8_t* enc = encoded.data();
+        // Rows are independent and each element depends only on its index: any thread split
+        // gives the same bytes. (Nothing in here throws: every type was checked encodable.)
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; ++i) {
+          float* v = vals + i * row;
+          fill_values(t.init, t.scale, key, static_cast<uint64_t>((r0 + i) * row), static_cast<size_t>(row), v);
+          quant::quantize_row(t.type, v, enc + static_cast<size_t>(i) * row_bytes, row);
+        }
+        const size_t bytes = static_cast<size_t>(n) * row_bytes;
+        w.write_tensor_data(enc, bytes);
+        written += bytes;
+        if (progress) progress({ti, plan.size(), t.name, written, total, seconds(), false});
+      }
+    }
+    w.finish();
+  }
+
+  if (progress) progress({plan.size(), plan.size(), {}, total, total, seconds(), true});
+}
+
+}  // namespace memra::synth
