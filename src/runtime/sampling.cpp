@@ -48,6 +48,27 @@ size_t top_p_prefix(std::vector<SamplingCandidate>& c, float s_max, float top_p)
   return c.size();  // unreachable: the full sum is total >= target
 }
 
+// Upper bounds on gumbel_from_bits(x) for each value of the top kBoundBits bits of x. The noise
+// grows with x (u = (x + 0.5) 2^-32), so the bucket's largest value is at its last x; the margin
+// covers the rounding of the computed function, which can make it non-monotone by a few ulp
+// (~1e-5 at most; an exhaustive check over all 2^32 inputs is in the report of this change).
+constexpr int kBoundBits = 10;
+struct GumbelBounds {
+  float upper[1u << kBoundBits];
+};
+
+const GumbelBounds& gumbel_bounds() {
+  static const GumbelBounds table = [] {
+    GumbelBounds t{};
+    for (uint32_t b = 0; b < (1u << kBoundBits); ++b) {
+      const uint32_t last = ((b + 1) << (32 - kBoundBits)) - 1;
+      t.upper[b] = gumbel_from_bits(last) + 1e-3f;
+    }
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace
 
 void SamplingParams::validate() const {
@@ -132,6 +153,7 @@ std::vector<SamplingCandidate> sampling_candidates(std::span<const float> logits
     fail("sampling: vocabulary of {} ids is too large for the sampler (limit {})", logits.size(), kMaxVocab);
 
   std::vector<SamplingCandidate> c;
+  c.reserve(logits.size());
   bool any_inf = false;
   for (size_t i = 0; i < logits.size(); ++i) {
     const float s = det::div_rn(logits[i], p.temperature);
@@ -148,17 +170,22 @@ std::vector<SamplingCandidate> sampling_candidates(std::span<const float> logits
   float s_max = c[0].s;
   for (const auto& x : c) s_max = std::max(s_max, x.s);
 
+  bool reordered = false;  // c is in id order until a filter partially sorts it
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < c.size()) {
     std::nth_element(c.begin(), c.begin() + p.top_k - 1, c.end(), candidate_before);
     c.resize(static_cast<size_t>(p.top_k));
+    reordered = true;
   }
   if (p.min_p > 0.0f) {
     const float threshold = det::add_rn(s_max, det::log(p.min_p));
     std::erase_if(c, [threshold](const SamplingCandidate& x) { return !(x.s >= threshold); });
   }
-  if (p.top_p < 1.0f) c.resize(top_p_prefix(c, s_max, p.top_p));
-
-  std::sort(c.begin(), c.end(), [](const SamplingCandidate& a, const SamplingCandidate& b) { return a.id < b.id; });
+  if (p.top_p < 1.0f) {
+    c.resize(top_p_prefix(c, s_max, p.top_p));
+    reordered = true;
+  }
+  if (reordered)
+    std::sort(c.begin(), c.end(), [](const SamplingCandidate& a, const SamplingCandidate& b) { return a.id < b.id; });
   return c;
 }
 
@@ -168,12 +195,17 @@ int32_t gumbel_max(std::span<const SamplingCandidate> candidates, uint64_t seed,
   for (const auto& x : candidates) s_max = std::max(s_max, x.s);
   // Ids below this bound cannot win whatever their noise (sampling.h, step 4): skip their draws.
   const float reach = det::add_rn(s_max, kGumbelMin);
+  const GumbelBounds& bounds = gumbel_bounds();
 
   int32_t best = -1;
   float best_value = -det::kInf;
   for (const auto& x : candidates) {
     if (det::add_rn(x.s, kGumbelMax) < reach) continue;
-    const float v = det::add_rn(x.s, gumbel_noise(seed, token_index, static_cast<uint32_t>(x.id)));
+    const uint32_t bits = sampling_bits(seed, token_index, static_cast<uint32_t>(x.id));
+    // Most draws cannot beat the best so far even with the largest noise of their bucket: skip
+    // the two logs for them. Strictly below, so no tie (which a lower id would win) is skipped.
+    if (best >= 0 && det::add_rn(x.s, bounds.upper[bits >> (32 - kBoundBits)]) < best_value) continue;
+    const float v = det::add_rn(x.s, gumbel_from_bits(bits));
     if (best < 0 || v > best_value || (v == best_value && x.id < best)) {
       best_value = v;
       best = x.id;
