@@ -47,4 +47,14 @@ uint16_t f32_to_f16(float f);
 float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 
+// Decode n_rows consecutive rows of n_cols elements (rows are row_bytes(type, n_cols) apart in
+// src, n_cols floats apart in dst). Throws memra::Error for types memra cannot decode.
+void dequantize_rows(GgmlType type, const void* src, float* dst, int64_t n_rows, int64_t n_cols);
+
+// Dot product of one row of n elements of `type` with x, decoded block by block (the row is
+// never materialised). Accumulates double(value) * double(x[i]) into one double in element
+// order, so the result is bit-identical to the sequential double dot product of
+// dequantize_row's output with x. Throws memra::Error for types memra cannot decode.
+double dot_row(GgmlType type, const void* row, const float* x, int64_t n);
+
 }  // namespace memra::quant
