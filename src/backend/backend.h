@@ -1,0 +1,164 @@
+// The op interface the model code is written against, once, for every backend.
+//
+// The CPU backend (backend/cpu) is the executable specification: float32 storage, float64
+// accumulation, obviously correct. The CUDA backend implements the same ops fast; every CUDA op
+// is tested against the CPU op.
+//
+// Conventions:
+// - Activations are float32 row-major matrices living in backend memory: `rows` x `cols`,
+//   row stride = cols unless an op says otherwise.
+// - A forward call is described by a StepPlan (step_plan.h): which sequences take part, their
+//   rows and positions. set_step() hands the plan to the backend before the ops of a step run;
+//   per-sequence ops (KV append, attention, conv, delta rule) read it to find each sequence's
+//   rows and caches.
+// - Exactness: every op computes each output row from that row's inputs (and its own sequence's
+//   caches) in a fixed order that does not depend on how many rows or sequences the step has.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/ggml_type.h"
+
+namespace memra {
+
+struct StepPlan;
+
+// A weight matrix (or a stack of n_mat matrices, for MoE experts) in backend memory, in GGUF's
+// layout: n_out rows of n_in elements of `type`; matrix e starts at data + e * mat_bytes.
+struct WeightRef {
+  GgmlType type = GgmlType::F32;
+  int64_t n_in = 0;   // ggml ne[0]
+  int64_t n_out = 0;  // ggml ne[1]
+  int64_t n_mat = 1;  // ggml ne[2]
+  const void* data = nullptr;
+  size_t row_bytes = 0;
+  size_t mat_bytes = 0;
+  std::string name;
+  bool valid() const { return data != nullptr; }
+};
+
+// A float32 vector in backend memory (norm weights, ssm_a, dt bias, conv taps, ...).
+struct VecRef {
+  const float* data = nullptr;
+  int64_t n = 0;
+  bool valid() const { return data != nullptr; }
+};
+
+// Which key head a Gated DeltaNet value head reads (MATH.md): qwen35* tile value heads over key
+// heads (h % n_k); qwen3next groups them (h / (n_v / n_k)).
+enum class GdnHeadMap : uint8_t { Tiled, Grouped };
+// Where beta and alpha come from: two separate projections (qwen35*), or one fused `ssm_ba`
+// projection laid out per key-head group as [b(g, 0..r-1), a(g, 0..r-1)] (qwen3next).
+enum class GdnGateLayout : uint8_t { Separate, GroupedBA };
+
+struct GdnShape {
+  int n_k = 0;       // key heads
+  int n_v = 0;       // value heads
+  int d = 0;         // head size (keys and values)
+  int conv_kernel = 0;
+  GdnHeadMap head_map = GdnHeadMap::Tiled;
+  GdnGateLayout gate_layout = GdnGateLayout::Separate;
+  int conv_channels() const { return 2 * n_k * d + n_v * d; }
+};
+
+struct AttnShape {
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;
+  int n_rot = 0;           // rotated dims per head (NeoX pairing i, i + n_rot/2)
+  float rope_theta = 0;
+  int q_head_stride = 0;   // floats between consecutive query heads in a row (2*hd when gated)
+};
+
+struct MoeWeights {
+  WeightRef router;        // [H -> n_expert]
+  WeightRef gate_exps, up_exps, down_exps;  // n_expert matrices each
+  int n_expert = 0;
+  int n_used = 0;
+  bool norm_topk = true;   // renormalise the top-k weights to sum 1
+  // shared expert (optional)
+  WeightRef gate_shexp, up_shexp, down_shexp;
+  WeightRef shexp_gate;    // [H -> 1], sigmoid gate; optional
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual bool is_cpu() const = 0;
+
+  // ---- memory ----
+  // Persistent allocation (weights, caches). Zero-filled.
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  // Weight bytes from the (mmapped) file. The CPU backend may return `host` itself (zero copy).
+  virtual const void* upload_weight(const void* host, size_t bytes) = 0;
+  virtual void to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void zero(void* dst, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  // Scratch floats for the current step; freed all at once by reset_scratch().
+  virtual float* scratch(size_t n_floats) = 0;
+  virtual void reset_scratch() = 0;
+  // KV cache element type this backend stores (F32 on the CPU, F16 on CUDA by default).
+  virtual GgmlType kv_type() const = 0;
+
+  // ---- step ----
+  virtual void set_step(const StepPlan& plan) = 0;
+
+  // ---- row-wise ops ----
+  // out[r] = row tokens[r] of `table` (dequantized), for the plan's rows.
+  virtual void embed(const WeightRef& table, float* out) = 0;
+  // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
+  virtual void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) = 0;
+  // x[r] += delta[r]; out[r] = rms_norm(x[r]) * w   (residual add fused with the next norm)
+  virtual void add_rms_norm(float* x, const float* delta, const VecRef& w, float* out, int64_t rows,
+                            int64_t dim, float eps) = 0;
+  // x += delta (elementwise, n floats)
+  virtual void add(float* x, const float* delta, int64_t n) = 0;
+  // out[r, j] = sum_i x[r, i] * W[mat][j, i]   (x: rows x n_in, out: rows x n_out)
+  virtual void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat = 0) = 0;
+  // out = silu(gate) * up (elementwise, n floats)
+  virtual void silu_mul(const float* gate, const float* up, float* out, int64_t n) = 0;
+  // Copies row src_rows[i] of x (cols wide) to row i of out. src_rows in host memory.
+  virtual void gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) = 0;
+
+  // ---- full attention ----
+  // In place on the plan's rows: per-head RMSNorm of q (n_head heads at q_head_stride) and k
+  // (n_head_kv heads, contiguous), then NeoX rope over the first n_rot dims at each row's position.
+  virtual void qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm,
+                            const AttnShape& s, float eps) = 0;
+  // Appends k, v (rows x n_head_kv*head_dim) to each sequence's layer-`layer` KV cache at the rows'
+  // positions, then causal attention of q over the sequence's cache (positions 0..pos).
+  // out: rows x n_head*head_dim.
+  virtual void attention(int layer, const float* q, const float* k, const float* v, float* out,
+                         const AttnShape& s) = 0;
+  // out[r, h*hd + i] *= sigmoid(gate[r*gate_row_stride + h*gate_head_stride + i])
+  virtual void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
+                                int64_t gate_row_stride, int gate_head_stride) = 0;
+
+  // ---- Gated DeltaNet ----
+  // Causal depthwise conv (kernel taps w[ch*K + j]) over each sequence's rows with its conv state
+  // (last K-1 inputs), then SiLU. Updates the state. x, out: rows x channels.
+  virtual void conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) = 0;
+  // The delta rule for the plan's rows: conv_out (rows x conv_channels) holds q | k | v; beta and
+  // alpha raw projections per the gate layout; out: rows x n_v*d. Updates each sequence's state.
+  virtual void gated_delta_rule(int layer, const float* conv_out, const float* beta_raw, const float* alpha_raw,
+                                const VecRef& ssm_a, const VecRef& dt_bias, float* out, const GdnShape& s) = 0;
+  // out[r, h*d + i] = rms_norm(o[r, h, :])[i] * w[i] * silu(z[r, h*d + i])   (per head over d)
+  virtual void gated_rms_norm(const float* o, const VecRef& w, const float* z, float* out, int64_t rows,
+                              int n_heads, int d, float eps) = 0;
+
+  // ---- mixture of experts ----
+  // out = routed experts (softmax router, top-k, optional renorm) + sigmoid-gated shared expert.
+  virtual void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) = 0;
+};
+
+// The CPU reference backend.
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace memra

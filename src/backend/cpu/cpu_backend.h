@@ -1,0 +1,77 @@
+// The CPU reference backend: float32 storage, float64 accumulation, one obvious loop per op.
+// OpenMP splits work over independent outputs only, so results never depend on thread count.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace memra {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  ~CpuBackend() override;
+  std::string name() const override { return "cpu"; }
+  bool is_cpu() const override { return true; }
+
+  void* alloc(size_t bytes) override;
+  void free(void* p) override;
+  const void* upload_weight(const void* host, size_t bytes) override;
+  void to_device(void* dst, const void* src, size_t bytes) override;
+  void to_host(void* dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void zero(void* dst, size_t bytes) override;
+  void synchronize() override {}
+  float* scratch(size_t n_floats) override;
+  void reset_scratch() override;
+  GgmlType kv_type() const override { return GgmlType::F32; }
+
+  void set_step(const StepPlan& plan) override { plan_ = &plan; }
+
+  void embed(const WeightRef& table, float* out) override;
+  void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
+  void add_rms_norm(float* x, const float* delta, const VecRef& w, float* out, int64_t rows, int64_t dim,
+                    float eps) override;
+  void add(float* x, const float* delta, int64_t n) override;
+  void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat) override;
+  void silu_mul(const float* gate, const float* up, float* out, int64_t n) override;
+  void gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) override;
+
+  void qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
+                    float eps) override;
+  void attention(int layer, const float* q, const float* k, const float* v, float* out,
+                 const AttnShape& s) override;
+  void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
+                        int64_t gate_row_stride, int gate_head_stride) override;
+
+  void conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) override;
+  void gated_delta_rule(int layer, const float* conv_out, const float* beta_raw, const float* alpha_raw,
+                        const VecRef& ssm_a, const VecRef& dt_bias, float* out, const GdnShape& s) override;
+  void gated_rms_norm(const float* o, const VecRef& w, const float* z, float* out, int64_t rows, int n_heads,
+                      int d, float eps) override;
+
+  void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) override;
+
+ private:
+  const StepPlan* plan_ = nullptr;
+  // Scratch arena: blocks are never moved, so pointers stay valid for the whole step.
+  struct Block { std::unique_ptr<float[]> data; size_t size; size_t used; };
+  std::vector<Block> blocks_;
+  size_t block_index_ = 0;
+};
+
+// Shared helpers of the CPU ops.
+namespace cpu {
+// Sum of a[i]*b[i] in float64, in index order split over four fixed lanes.
+double dot(const float* a, const float* b, int64_t n);
+inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+// 1 / sqrt(mean(x^2) + eps) in float64.
+double rms_scale(const float* x, int64_t n, double eps);
+}  // namespace cpu
+
+}  // namespace memra

@@ -1,0 +1,247 @@
+// CPU Gated DeltaNet: causal conv window, the delta rule (recurrent for one token, chunked for
+// prompts), and the gated per-head RMSNorm. MATH.md states the math.
+//
+// Chunk grid: prompt tokens are processed in chunks of kChunk positions aligned to the
+// sequence's absolute position (chunk boundaries at multiples of kChunk), and the recurrent state
+// is stored as float32 at every boundary. So the state at a boundary is the same bits however the
+// prompt was split across forward calls, which is what prefix snapshots rely on.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/error.h"
+#include "runtime/sequence_cache.h"
+#include "runtime/step_plan.h"
+
+namespace memra {
+
+namespace {
+
+constexpr int kChunk = 64;
+
+double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+
+// Inputs of one value head for a run of tokens, in float64.
+struct HeadInputs {
+  int n = 0, d = 0;
+  std::vector<double> q, k, v, beta, g;  // q, k, v: n x d
+};
+
+void load_head(HeadInputs& in, const float* conv_out, const float* beta_raw, const float* alpha_raw,
+               const VecRef& ssm_a, const VecRef& dt_bias, const GdnShape& s, int h, int64_t row0, int n) {
+  const int d = s.d;
+  const int64_t C = s.conv_channels();
+  const int r = s.n_v / s.n_k;
+  const int kh = s.head_map == GdnHeadMap::Tiled ? h % s.n_k : h / r;
+  in.n = n;
+  in.d = d;
+  in.q.assign(static_cast<size_t>(n) * d, 0);
+  in.k.assign(static_cast<size_t>(n) * d, 0);
+  in.v.assign(static_cast<size_t>(n) * d, 0);
+  in.beta.assign(n, 0);
+  in.g.assign(n, 0);
+  const double q_scale = 1.0 / std::sqrt(static_cast<double>(d));
+  for (int t = 0; t < n; ++t) {
+    const int64_t row = row0 + t;
+    const float* qs = conv_out + row * C + static_cast<int64_t>(kh) * d;
+    const float* ks = conv_out + row * C + static_cast<int64_t>(s.n_k) * d + static_cast<int64_t>(kh) * d;
+    const float* vs = conv_out + row * C + 2 * static_cast<int64_t>(s.n_k) * d + static_cast<int64_t>(h) * d;
+    // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6)
+    double qn = 1.0 / std::sqrt(cpu::dot(qs, qs, d) + 1e-6) * q_scale;
+    double kn = 1.0 / std::sqrt(cpu::dot(ks, ks, d) + 1e-6);
+    for (int i = 0; i < d; ++i) {
+      in.q[t * d + i] = qs[i] * qn;
+      in.k[t * d + i] = ks[i] * kn;
+      in.v[t * d + i] = vs[i];
+    }
+    double b, a;
+    if (s.gate_layout == GdnGateLayout::Separate) {
+      b = beta_raw[row * s.n_v + h];
+      a = alpha_raw[row * s.n_v + h];
+    } else {
+      const int grp = h / r, j = h % r;
+      const float* ba = beta_raw + row * 2 * s.n_v + static_cast<int64_t>(grp) * 2 * r;
+      b = ba[j];
+      a = ba[r + j];
+    }
+    in.beta[t] = cpu::sigmoid(b);
+    in.g[t] = static_cast<double>(ssm_a.data[h]) * softplus(a + dt_bias.data[h]);
+  }
+}
+
+// One token: S = S*exp(g); S += k (beta (v - S^T k))^T; o = S^T q.
+void recurrent_step(std::vector<double>& S, const HeadInputs& in, int t, float* o) {
+  const int d = in.d;
+  const double decay = std::exp(in.g[t]);
+  for (auto& x : S) x *= decay;
+  std::vector<double> delta(d, 0.0);
+  for (int i = 0; i < d; ++i) {
+    const double ki = in.k[t * d + i];
+    for (int j = 0; j < d; ++j) delta[j] += S[i * d + j] * ki;
+  }
+  for (int j = 0; j < d; ++j) delta[j] = in.beta[t] * (in.v[t * d + j] - delta[j]);
+  for (int i = 0; i < d; ++i) {
+    const double ki = in.k[t * d + i];
+    for (int j = 0; j < d; ++j) S[i * d + j] += ki * delta[j];
+  }
+  std::vector<double> acc(d, 0.0);
+  for (int i = 0; i < d; ++i) {
+    const double qi = in.q[t * d + i];
+    for (int j = 0; j < d; ++j) acc[j] += S[i * d + j] * qi;
+  }
+  for (int j = 0; j < d; ++j) o[j] = static_cast<float>(acc[j]);
+}
+
+// Tokens [t0, t0+L) as one chunk (MATH.md, chunked form). out rows have stride out_stride.
+void chunk_step(std::vector<double>& S, const HeadInputs& in, int t0, int L, float* out, int64_t out_stride) {
+  const int d = in.d;
+  auto K = [&](int i, int x) { return in.k[(t0 + i) * d + x]; };
+  auto Q = [&](int i, int x) { return in.q[(t0 + i) * d + x]; };
+  auto V = [&](int i, int x) { return in.v[(t0 + i) * d + x]; };
+  std::vector<double> gam(L);
+  double acc_g = 0;
+  for (int i = 0; i < L; ++i) gam[i] = (acc_g += in.g[t0 + i]);
+  // A = strictly_lower((beta K) K^T ⊙ D), D_ij = exp(gam_i - gam_j)
+  std::vector<double> A(static_cast<size_t>(L) * L, 0.0), KK(static_cast<size_t>(L) * L, 0.0);
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j <= i; ++j) {
+      double kk = 0, qk = 0;
+      for (int x = 0; x < d; ++x) {
+        kk += K(i, x) * K(j, x);
+        qk += Q(i, x) * K(j, x);
+      }
+      const double D = std::exp(gam[i] - gam[j]);
+      if (j < i) A[i * L + j] = in.beta[t0 + i] * kk * D;
+      KK[i * L + j] = qk * D;  // lower_incl_diag(Q K^T ⊙ D)
+    }
+  // U = (I + A)^-1 (beta V), W = (I + A)^-1 (beta K ⊙ exp(gam)): forward substitution.
+  std::vector<double> U(static_cast<size_t>(L) * d), W(static_cast<size_t>(L) * d);
+  for (int i = 0; i < L; ++i) {
+    const double b = in.beta[t0 + i], eg = std::exp(gam[i]);
+    for (int x = 0; x < d; ++x) {
+      U[i * d + x] = b * V(i, x);
+      W[i * d + x] = b * K(i, x) * eg;
+    }
+    for (int j = 0; j < i; ++j) {
+      const double a = A[i * L + j];
+      if (a == 0) continue;
+      for (int x = 0; x < d; ++x) {
+        U[i * d + x] -= a * U[j * d + x];
+        W[i * d + x] -= a * W[j * d + x];
+      }
+    }
+  }
+  // V' = U - W S
+  std::vector<double> Vp(U);
+  for (int i = 0; i < L; ++i)
+    for (int x = 0; x < d; ++x) {
+      const double w = W[i * d + x];
+      if (w == 0) continue;
+      for (int y = 0; y < d; ++y) Vp[i * d + y] -= w * S[x * d + y];
+    }
+  // O = (Q ⊙ exp(gam)) S + lower_incl_diag(Q K^T ⊙ D) V'
+  for (int i = 0; i < L; ++i) {
+    std::vector<double> o(d, 0.0);
+    const double eg = std::exp(gam[i]);
+    for (int x = 0; x < d; ++x) {
+      const double qx = Q(i, x) * eg;
+      for (int y = 0; y < d; ++y) o[y] += qx * S[x * d + y];
+    }
+    for (int j = 0; j <= i; ++j) {
+      const double c = KK[i * L + j];
+      for (int y = 0; y < d; ++y) o[y] += c * Vp[j * d + y];
+    }
+    for (int y = 0; y < d; ++y) out[i * out_stride + y] = static_cast<float>(o[y]);
+  }
+  // S = S exp(gam_L) + (K ⊙ exp(gam_L - gam))^T V'
+  const double eL = std::exp(gam[L - 1]);
+  for (auto& x : S) x *= eL;
+  for (int j = 0; j < L; ++j) {
+    const double w = std::exp(gam[L - 1] - gam[j]);
+    for (int x = 0; x < d; ++x) {
+      const double kx = K(j, x) * w;
+      for (int y = 0; y < d; ++y) S[x * d + y] += kx * Vp[j * d + y];
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) {
+  const StepPlan& p = *plan_;
+  MEMRA_ASSERT(w.n == static_cast<int64_t>(channels) * kernel, "conv taps {} != {} x {}", w.n, channels, kernel);
+  const int hist = kernel - 1;
+  for (const StepSeq& seq : p.seqs) {
+    float* state = seq.cache->layers[layer].conv;  // hist x channels, oldest first
+    MEMRA_ASSERT(state != nullptr, "layer {} has no conv state", layer);
+    const int n = seq.n_rows;
+    // window rows: hist state rows, then the n new input rows
+    auto in_at = [&](int wr, int ch) -> float {
+      return wr < hist ? state[static_cast<int64_t>(wr) * channels + ch]
+                       : x[(seq.row0 + wr - hist) * static_cast<int64_t>(channels) + ch];
+    };
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < channels; ++ch) {
+      for (int t = 0; t < n; ++t) {
+        double acc = 0;
+        for (int j = 0; j < kernel; ++j) acc += static_cast<double>(w.data[ch * kernel + j]) * in_at(t + j, ch);
+        out[(seq.row0 + t) * static_cast<int64_t>(channels) + ch] = static_cast<float>(cpu::silu(acc));
+      }
+      // New state: the last `hist` rows of the window.
+      float last[64];
+      MEMRA_ASSERT(hist <= 64);
+      for (int j = 0; j < hist; ++j) last[j] = in_at(n + j, ch);
+      for (int j = 0; j < hist; ++j) state[static_cast<int64_t>(j) * channels + ch] = last[j];
+    }
+  }
+}
+
+void CpuBackend::gated_delta_rule(int layer, const float* conv_out, const float* beta_raw, const float* alpha_raw,
+                                  const VecRef& ssm_a, const VecRef& dt_bias, float* out, const GdnShape& s) {
+  const StepPlan& p = *plan_;
+  MEMRA_ASSERT(ssm_a.n == s.n_v && dt_bias.n == s.n_v && s.n_v % s.n_k == 0);
+  const int d = s.d;
+  const int64_t out_row = static_cast<int64_t>(s.n_v) * d;
+  for (const StepSeq& seq : p.seqs) {
+    float* state = seq.cache->layers[layer].ssm;
+    MEMRA_ASSERT(state != nullptr, "layer {} has no recurrent state", layer);
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < s.n_v; ++h) {
+      HeadInputs in;
+      load_head(in, conv_out, beta_raw, alpha_raw, ssm_a, dt_bias, s, h, seq.row0, seq.n_rows);
+      float* Sf = state + static_cast<int64_t>(h) * d * d;
+      std::vector<double> S(Sf, Sf + static_cast<size_t>(d) * d);
+      float* o = out + static_cast<int64_t>(seq.row0) * out_row + static_cast<int64_t>(h) * d;
+      if (seq.n_rows == 1) {
+        recurrent_step(S, in, 0, o);
+        for (size_t i = 0; i < S.size(); ++i) Sf[i] = static_cast<float>(S[i]);
+        continue;
+      }
+      int t = 0;
+      while (t < seq.n_rows) {
+        const int pos = seq.pos0 + t;
+        const int L = std::min(kChunk - pos % kChunk, seq.n_rows - t);
+        chunk_step(S, in, t, L, o + static_cast<int64_t>(t) * out_row, out_row);
+        // Round the state to float32 at every chunk boundary (see the file comment).
+        for (size_t i = 0; i < S.size(); ++i) S[i] = Sf[i] = static_cast<float>(S[i]);
+        t += L;
+      }
+    }
+  }
+}
+
+void CpuBackend::gated_rms_norm(const float* o, const VecRef& w, const float* z, float* out, int64_t rows,
+                                int n_heads, int d, float eps) {
+  MEMRA_ASSERT(w.n == d, "gated norm weight {} != head size {}", w.n, d);
+  const int64_t n = rows * n_heads;
+#pragma omp parallel for schedule(static) if (n > 64)
+  for (int64_t rh = 0; rh < n; ++rh) {
+    const float* oh = o + rh * d;
+    double scale = cpu::rms_scale(oh, d, eps);
+    for (int i = 0; i < d; ++i)
+      out[rh * d + i] = static_cast<float>(oh[i] * scale * w.data[i] * cpu::silu(z[rh * d + i]));
+  }
+}
+
+}  // namespace memra

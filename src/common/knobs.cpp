@@ -1,0 +1,94 @@
+#include "common/knobs.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace memra::knobs {
+namespace {
+
+enum class Kind { Int, Bool, String };
+
+struct Knob {
+  const char* name;
+  Kind kind;
+  const char* dflt;
+  int64_t min, max;
+  const char* help;
+};
+
+// The registry. Add a knob here, read it with get_*; nothing else reads MEMRA_* variables.
+constexpr Knob kKnobs[] = {
+    {"MEMRA_THREADS", Kind::Int, "0", 0, 4096, "CPU backend threads (0: all cores)"},
+    {"MEMRA_PREFILL_CHUNK", Kind::Int, "512", 1, 1 << 20,
+     "prompt tokens per prefill forward; chunks sit on a fixed grid from position 0"},
+    {"MEMRA_DEVICE", Kind::String, "auto", 0, 0, "default device: auto, cpu or cuda"},
+    {"MEMRA_BATCH_PHASE", Kind::Bool, "0", 0, 1, "print sync-bounded per-phase shares of batched decode steps"},
+    {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
+};
+
+const Knob& find(const char* name) {
+  for (const Knob& k : kKnobs)
+    if (std::strcmp(k.name, name) == 0) return k;
+  MEMRA_ASSERT(false, "unregistered knob {}", name);
+  std::abort();
+}
+
+const char* raw(const Knob& k) {
+  const char* v = std::getenv(k.name);
+  return (v && *v) ? v : nullptr;
+}
+
+int64_t parse_int(const Knob& k, const char* s) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < k.min || v > k.max)
+    fail("environment variable {}='{}' is not an integer in [{}, {}] ({})", k.name, s, k.min, k.max, k.help);
+  return v;
+}
+
+bool parse_bool(const Knob& k, const char* s) {
+  std::string v(s);
+  if (v == "1" || v == "true" || v == "on" || v == "yes") return true;
+  if (v == "0" || v == "false" || v == "off" || v == "no") return false;
+  fail("environment variable {}='{}' must be 0 or 1 ({})", k.name, s, k.help);
+}
+
+}  // namespace
+
+int64_t get_int(const char* name) {
+  const Knob& k = find(name);
+  MEMRA_ASSERT(k.kind == Kind::Int);
+  const char* v = raw(k);
+  return parse_int(k, v ? v : k.dflt);
+}
+
+bool get_bool(const char* name) {
+  const Knob& k = find(name);
+  MEMRA_ASSERT(k.kind == Kind::Bool);
+  const char* v = raw(k);
+  return parse_bool(k, v ? v : k.dflt);
+}
+
+std::string get_string(const char* name) {
+  const Knob& k = find(name);
+  MEMRA_ASSERT(k.kind == Kind::String);
+  const char* v = raw(k);
+  return v ? v : k.dflt;
+}
+
+std::string describe_all() {
+  std::string s;
+  for (const Knob& k : kKnobs) {
+    const char* v = raw(k);
+    s += fmt::format("  {:<22} = {:<8} {}{}\n", k.name, v ? v : k.dflt, v ? "" : "(default) ", k.help);
+  }
+  return s;
+}
+
+}  // namespace memra::knobs

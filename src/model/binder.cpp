@@ -1,0 +1,102 @@
+// Tensor lookup, shape checks and upload.
+#include "model/binder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "common/error.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "quant/quant.h"
+
+namespace memra {
+
+namespace {
+std::string shape_str(const int64_t* ne, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+}  // namespace
+
+const gguf::TensorInfo& TensorBinder::find(const std::string& name) const {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (!t) fail("{}: tensor '{}' is missing (architecture {})", file_.path(), name, model_.cfg_.arch_str);
+  return *t;
+}
+
+bool TensorBinder::has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+int64_t TensorBinder::dim(const std::string& name, int i) const { return find(name).ne[i]; }
+
+WeightRef TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_mat) {
+  const gguf::TensorInfo& t = find(name);
+  int64_t want[4] = {n_in, n_out, n_mat, 1};
+  bool ok = t.ne[0] == n_in && t.ne[1] == n_out && t.ne[2] == n_mat && t.ne[3] == 1;
+  if (!ok)
+    fail("{}: tensor '{}' has shape {}, expected {} for this configuration", file_.path(), name,
+         shape_str(t.ne, static_cast<int>(std::max<uint32_t>(t.n_dims, 1))), shape_str(want, n_mat > 1 ? 3 : 2));
+  const quant::TypeInfo& info = quant::type_info(t.type);
+  if (!info.decodable)
+    fail("{}: tensor '{}' has type {}, which memra does not support (supported: f32, f16, bf16, q4_0, q4_1, "
+         "q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k)",
+         file_.path(), name, info.name);
+  WeightRef w;
+  w.type = t.type;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.n_mat = n_mat;
+  w.row_bytes = quant::row_bytes(t.type, n_in);
+  w.mat_bytes = w.row_bytes * static_cast<size_t>(n_out);
+  MEMRA_ASSERT(w.mat_bytes * static_cast<size_t>(n_mat) == t.n_bytes, "size mismatch for {}", name);
+  w.data = backend_.upload_weight(file_.tensor_data(t), t.n_bytes);
+  w.name = name;
+  model_.total_weight_bytes_ += t.n_bytes;
+  used_.push_back(name);
+  return w;
+}
+
+WeightRef TensorBinder::matrix_opt(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_mat) {
+  if (!has(name)) return {};
+  return matrix(name, n_in, n_out, n_mat);
+}
+
+VecRef TensorBinder::vec_shaped(const std::string& name, std::vector<int64_t> ne) {
+  const gguf::TensorInfo& t = find(name);
+  int64_t n = 1;
+  bool ok = true;
+  for (size_t i = 0; i < 4; ++i) {
+    int64_t want = i < ne.size() ? ne[i] : 1;
+    ok = ok && t.ne[i] == want;
+    n *= want;
+  }
+  if (!ok)
+    fail("{}: tensor '{}' has shape {}, expected {}", file_.path(), name,
+         shape_str(t.ne, static_cast<int>(std::max<uint32_t>(t.n_dims, 1))),
+         shape_str(ne.data(), static_cast<int>(ne.size())));
+  const quant::TypeInfo& info = quant::type_info(t.type);
+  if (!info.decodable) fail("{}: tensor '{}' has unsupported type {}", file_.path(), name, info.name);
+  std::vector<float> host(static_cast<size_t>(n));
+  quant::dequantize_row(t.type, file_.tensor_data(t), host.data(), n);
+  void* dev = backend_.alloc(host.size() * sizeof(float));
+  backend_.to_device(dev, host.data(), host.size() * sizeof(float));
+  model_.owned_.push_back(dev);
+  model_.total_weight_bytes_ += t.n_bytes;
+  used_.push_back(name);
+  return VecRef{static_cast<const float*>(dev), n};
+}
+
+VecRef TensorBinder::vec(const std::string& name, int64_t n) { return vec_shaped(name, {n}); }
+
+void TensorBinder::check_all_used() const {
+  for (const auto& t : file_.tensors()) {
+    if (std::find(used_.begin(), used_.end(), t.name) == used_.end())
+      fail("{}: tensor '{}' is not used by the {} architecture as memra reads it; the file may be of a "
+           "variant memra does not support",
+           file_.path(), t.name, model_.cfg_.arch_str);
+  }
+}
+
+}  // namespace memra

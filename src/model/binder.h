@@ -1,0 +1,54 @@
+// Tensor binding: looks tensors up by GGUF name, checks their ggml shape against what the config
+// implies, and uploads them to the backend.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model.h"
+
+namespace memra::gguf { class File; struct TensorInfo; }
+
+namespace memra {
+
+class Model;
+
+class TensorBinder {
+ public:
+  TensorBinder(const gguf::File& file, Backend& backend, Model& model) : file_(file), backend_(backend), model_(model) {}
+  // A 2-D (or 3-D for expert stacks) weight of ggml shape [n_in, n_out(, n_mat)].
+  WeightRef matrix(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_mat = 1);
+  // Same, but absent is fine (returns an invalid ref).
+  WeightRef matrix_opt(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_mat = 1);
+  // A float vector of exactly `n` elements (any decodable type; converted to F32 on upload).
+  VecRef vec(const std::string& name, int64_t n);
+  // A tensor with the given ggml shape, flattened into a float vector (e.g. ssm_conv1d [K, C]).
+  VecRef vec_shaped(const std::string& name, std::vector<int64_t> ne);
+  bool has(const std::string& name) const;
+  // ggml dimension i of a tensor that must exist.
+  int64_t dim(const std::string& name, int i) const;
+  // Every tensor of the file must have been bound: leftovers mean we misread the architecture.
+  void check_all_used() const;
+
+ private:
+  const gguf::TensorInfo& find(const std::string& name) const;
+  const gguf::File& file_;
+  Backend& backend_;
+  Model& model_;
+  std::vector<std::string> used_;
+};
+
+// Architecture binders (model/<arch>.cpp).
+void bind_qwen3(TensorBinder& b, Model& m);
+void bind_qwen35(TensorBinder& b, Model& m);
+void bind_qwen35moe(TensorBinder& b, Model& m);
+void bind_qwen3next(TensorBinder& b, Model& m);
+// Shared pieces (model/layer_binders.cpp).
+AttentionWeights bind_attention(TensorBinder& b, const ModelConfig& c, int layer);
+DeltaNetWeights bind_deltanet(TensorBinder& b, const ModelConfig& c, int layer, bool fused_ba);
+FfnWeights bind_dense_ffn(TensorBinder& b, const ModelConfig& c, int layer);
+FfnWeights bind_moe_ffn(TensorBinder& b, const ModelConfig& c, int layer);
+void bind_embeddings(TensorBinder& b, Model& m);
+
+}  // namespace memra

@@ -1,0 +1,183 @@
+// Model loading and the forward pass of the Qwen3 / Qwen3.5 family, written once against the
+// Backend op interface (MATH.md gives the math in GGUF terms).
+#include "model/model.h"
+
+#include "common/error.h"
+#include "gguf/gguf.h"
+#include "model/binder.h"
+#include "runtime/step_plan.h"
+
+namespace memra {
+
+std::unique_ptr<Model> Model::load(const gguf::File& file, Backend& backend) {
+  std::unique_ptr<Model> m(new Model());
+  m->backend_ = &backend;
+  m->cfg_ = ModelConfig::from_gguf(file);
+  TensorBinder b(file, backend, *m);
+  switch (m->cfg_.arch) {
+    case Arch::Qwen3: bind_qwen3(b, *m); break;
+    case Arch::Qwen35: bind_qwen35(b, *m); break;
+    case Arch::Qwen35Moe: bind_qwen35moe(b, *m); break;
+    case Arch::Qwen3Next: bind_qwen3next(b, *m); break;
+  }
+  b.check_all_used();
+  return m;
+}
+
+Model::~Model() {
+  for (void* p : owned_) backend_->free(p);
+}
+
+uint64_t Model::decode_weight_bytes() const {
+  auto mat = [](const WeightRef& w) -> uint64_t { return w.valid() ? w.mat_bytes * w.n_mat : 0; };
+  auto one = [](const WeightRef& w) -> uint64_t { return w.valid() ? w.mat_bytes : 0; };
+  auto vec = [](const VecRef& v) -> uint64_t { return v.valid() ? static_cast<uint64_t>(v.n) * 4 : 0; };
+  uint64_t total = token_embd_.row_bytes + mat(output_) + vec(output_norm_);
+  for (const LayerWeights& L : layers_) {
+    total += vec(L.attn_norm) + vec(L.post_norm);
+    if (L.mixer == MixerKind::FullAttention) {
+      total += mat(L.attn.wq) + mat(L.attn.wk) + mat(L.attn.wv) + mat(L.attn.wo) + vec(L.attn.q_norm) +
+               vec(L.attn.k_norm);
+    } else {
+      const DeltaNetWeights& g = L.gdn;
+      total += mat(g.qkv) + mat(g.z) + mat(g.beta) + mat(g.alpha) + mat(g.ba) + mat(g.out) + vec(g.conv) +
+               vec(g.ssm_a) + vec(g.dt_bias) + vec(g.norm);
+    }
+    if (L.ffn.is_moe) {
+      const MoeWeights& m = L.ffn.moe;
+      total += mat(m.router) + static_cast<uint64_t>(m.n_used) * (one(m.gate_exps) + one(m.up_exps) + one(m.down_exps)) +
+               mat(m.gate_shexp) + mat(m.up_shexp) + mat(m.down_shexp) + mat(m.shexp_gate);
+    } else {
+      total += mat(L.ffn.gate) + mat(L.ffn.up) + mat(L.ffn.down);
+    }
+  }
+  return total;
+}
+
+float* Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, int64_t rows) {
+  Backend& be = *backend_;
+  const ModelConfig& c = cfg_;
+  AttnShape s;
+  s.n_head = c.n_head;
+  s.n_head_kv = c.n_head_kv;
+  s.head_dim = c.head_dim;
+  s.n_rot = c.n_rot;
+  s.rope_theta = c.rope_theta;
+  s.q_head_stride = c.attn_gated ? 2 * c.head_dim : c.head_dim;
+  const int64_t q_cols = L.attn.wq.n_out, kv_cols = L.attn.wk.n_out;
+  float* q = be.scratch(rows * q_cols);
+  float* k = be.scratch(rows * kv_cols);
+  float* v = be.scratch(rows * kv_cols);
+  be.matmul(L.attn.wq, xn, q, rows);
+  be.matmul(L.attn.wk, xn, k, rows);
+  be.matmul(L.attn.wv, xn, v, rows);
+  be.qk_norm_rope(q, k, L.attn.q_norm, L.attn.k_norm, s, c.rms_eps);
+  const int64_t attn_cols = static_cast<int64_t>(c.n_head) * c.head_dim;
+  float* attn = be.scratch(rows * attn_cols);
+  be.attention(layer, q, k, v, attn, s);
+  // The gate of head h sits right after its query in the projection: [q_h | gate_h].
+  if (c.attn_gated) be.sigmoid_gate_mul(attn, q + c.head_dim, rows, c.n_head, c.head_dim, q_cols, 2 * c.head_dim);
+  float* out = be.scratch(rows * c.n_embd);
+  be.matmul(L.attn.wo, attn, out, rows);
+  return out;
+}
+
+float* Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, int64_t rows) {
+  Backend& be = *backend_;
+  const ModelConfig& c = cfg_;
+  const DeltaNetWeights& g = L.gdn;
+  GdnShape s;
+  s.n_k = c.ssm_n_k;
+  s.n_v = c.ssm_n_v;
+  s.d = c.ssm_d;
+  s.conv_kernel = c.ssm_conv_kernel;
+  const bool fused_ba = g.ba.valid();
+  s.head_map = c.arch == Arch::Qwen3Next ? GdnHeadMap::Grouped : GdnHeadMap::Tiled;
+  s.gate_layout = fused_ba ? GdnGateLayout::GroupedBA : GdnGateLayout::Separate;
+  const int64_t channels = s.conv_channels();
+  const int64_t v_dim = static_cast<int64_t>(s.n_v) * s.d;
+
+  float* mixed = be.scratch(rows * channels);
+  float* z = be.scratch(rows * v_dim);
+  be.matmul(g.qkv, xn, mixed, rows);
+  be.matmul(g.z, xn, z, rows);
+  const float* beta_raw;
+  const float* alpha_raw;
+  if (fused_ba) {
+    float* ba = be.scratch(rows * 2 * s.n_v);
+    be.matmul(g.ba, xn, ba, rows);
+    beta_raw = alpha_raw = ba;
+  } else {
+    float* b = be.scratch(rows * s.n_v);
+    float* a = be.scratch(rows * s.n_v);
+    be.matmul(g.beta, xn, b, rows);
+    be.matmul(g.alpha, xn, a, rows);
+    beta_raw = b;
+    alpha_raw = a;
+  }
+  float* conv = be.scratch(rows * channels);
+  be.conv1d_silu(layer, mixed, g.conv, conv, static_cast<int>(channels), s.conv_kernel);
+  float* o = be.scratch(rows * v_dim);
+  be.gated_delta_rule(layer, conv, beta_raw, alpha_raw, g.ssm_a, g.dt_bias, o, s);
+  float* y = be.scratch(rows * v_dim);
+  be.gated_rms_norm(o, g.norm, z, y, rows, s.n_v, s.d, c.rms_eps);
+  float* out = be.scratch(rows * c.n_embd);
+  be.matmul(g.out, y, out, rows);
+  return out;
+}
+
+float* Model::ffn(const LayerWeights& L, const float* xn, int64_t rows) {
+  Backend& be = *backend_;
+  float* out = be.scratch(rows * cfg_.n_embd);
+  if (L.ffn.is_moe) {
+    be.moe_ffn(L.ffn.moe, xn, out, rows, cfg_.n_embd);
+    return out;
+  }
+  const int64_t n_ff = L.ffn.gate.n_out;
+  float* gate = be.scratch(rows * n_ff);
+  float* up = be.scratch(rows * n_ff);
+  be.matmul(L.ffn.gate, xn, gate, rows);
+  be.matmul(L.ffn.up, xn, up, rows);
+  be.silu_mul(gate, up, gate, rows * n_ff);
+  be.matmul(L.ffn.down, gate, out, rows);
+  return out;
+}
+
+const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& logit_rows) {
+  Backend& be = *backend_;
+  const ModelConfig& c = cfg_;
+  const int64_t rows = plan.n_rows();
+  MEMRA_ASSERT(rows > 0, "empty step");
+  for (int32_t r : logit_rows) MEMRA_ASSERT(r >= 0 && r < rows, "logit row {} out of range", r);
+  for (int32_t t : plan.tokens)
+    if (t < 0 || t >= c.n_vocab) fail("token id {} is out of range for a vocabulary of {}", t, c.n_vocab);
+
+  be.reset_scratch();
+  be.set_step(plan);
+  float* x = be.scratch(rows * c.n_embd);
+  float* xn = be.scratch(rows * c.n_embd);
+  be.embed(token_embd_, x);
+  be.rms_norm(x, layers_[0].attn_norm, xn, rows, c.n_embd, c.rms_eps);
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& L = layers_[l];
+    float* mixed = L.mixer == MixerKind::FullAttention ? attention_mixer(L, l, xn, rows)
+                                                        : deltanet_mixer(L, l, xn, rows);
+    be.add_rms_norm(x, mixed, L.post_norm, xn, rows, c.n_embd, c.rms_eps);
+    float* f = ffn(L, xn, rows);
+    const VecRef& next_norm = l + 1 < c.n_layer ? layers_[l + 1].attn_norm : output_norm_;
+    be.add_rms_norm(x, f, next_norm, xn, rows, c.n_embd, c.rms_eps);
+  }
+  const int64_t n_out = static_cast<int64_t>(logit_rows.size());
+  float* logits = be.scratch(std::max<int64_t>(n_out, 1) * c.n_vocab);
+  if (n_out == 0) return logits;
+  const float* head_in = xn;
+  if (!(n_out == rows && [&] { for (int64_t i = 0; i < n_out; ++i) if (logit_rows[i] != i) return false; return true; }())) {
+    float* g = be.scratch(n_out * c.n_embd);
+    be.gather_rows(xn, logit_rows.data(), n_out, c.n_embd, g);
+    head_in = g;
+  }
+  be.matmul(output_, head_in, logits, n_out);
+  return logits;
+}
+
+}  // namespace memra

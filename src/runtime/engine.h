@@ -1,0 +1,70 @@
+// The engine: a GGUF file opened, its model bound to a backend, its tokenizer, and the two
+// ways of running it: prefill (one sequence, a prompt cut on a fixed chunk grid) and decode
+// (one token for each of B sequences in one step).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model.h"
+#include "runtime/sequence_cache.h"
+
+namespace memra::gguf { class File; }
+
+namespace memra {
+
+class Tokenizer;
+
+struct EngineOptions {
+  std::string device = "auto";  // auto | cpu | cuda
+  int32_t ctx = 0;              // context limit per sequence; 0: min(training context, 32768)
+  int32_t prefill_chunk = 0;    // 0: MEMRA_PREFILL_CHUNK
+  bool verbose = false;
+};
+
+// Backend factory: "cpu", "cuda" (error if not built / no GPU), "auto" (cuda when usable).
+std::unique_ptr<Backend> make_backend(const std::string& device);
+
+class Engine {
+ public:
+  static std::unique_ptr<Engine> open(const std::string& path, const EngineOptions& opts);
+  // A GGUF image in memory (the embedded demo model); must outlive the engine.
+  static std::unique_ptr<Engine> open_memory(const uint8_t* data, size_t size, const std::string& name,
+                                             const EngineOptions& opts);
+  ~Engine();
+
+  const ModelConfig& config() const { return model_->config(); }
+  Model& model() { return *model_; }
+  Backend& backend() { return *backend_; }
+  const gguf::File& file() const { return *file_; }
+  // Loaded on first use, so files with an unusual tokenizer still run `memra logits`.
+  const Tokenizer& tokenizer();
+  int32_t ctx() const { return ctx_; }
+  int32_t prefill_chunk() const { return prefill_chunk_; }
+
+  std::unique_ptr<SequenceCache> new_sequence();
+
+  // Feeds `tokens` to `seq` on the chunk grid (chunk boundaries at multiples of prefill_chunk()
+  // counted from position 0). If `last_logits` is given it receives the logits after the last
+  // token; if `all_logits` is given it receives the logits after every token (n x n_vocab).
+  void prefill(SequenceCache& seq, std::span<const int32_t> tokens, std::vector<float>* last_logits,
+               std::vector<float>* all_logits = nullptr);
+  // One decode step: token b goes to seqs[b]. logits receives B x n_vocab.
+  void decode(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<float>& logits);
+
+ private:
+  Engine() = default;
+  void init(const EngineOptions& opts);
+  std::unique_ptr<gguf::File> file_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  int32_t ctx_ = 0;
+  int32_t prefill_chunk_ = 512;
+};
+
+}  // namespace memra

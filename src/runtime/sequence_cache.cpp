@@ -1,0 +1,89 @@
+#include "runtime/sequence_cache.h"
+
+#include <algorithm>
+
+#include "backend/backend.h"
+#include "common/error.h"
+#include "quant/quant.h"
+
+namespace memra {
+
+SequenceCache::SequenceCache(Backend& backend, const ModelConfig& cfg, int32_t max_capacity)
+    : kv_type(backend.kv_type()), backend_(backend), cfg_(cfg), max_capacity_(max_capacity) {
+  MEMRA_ASSERT(max_capacity > 0);
+  kv_row_bytes = quant::row_bytes(kv_type, static_cast<int64_t>(cfg.n_head_kv) * cfg.head_dim);
+  conv_bytes = static_cast<size_t>(std::max(cfg.ssm_conv_kernel - 1, 0)) * cfg.ssm_conv_channels() * sizeof(float);
+  ssm_bytes = static_cast<size_t>(cfg.ssm_n_v) * cfg.ssm_d * cfg.ssm_d * sizeof(float);
+  layers.resize(cfg.n_layer);
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    if (cfg.layer_mixer[l] == MixerKind::GatedDeltaNet) {
+      layers[l].conv = static_cast<float*>(backend_.alloc(std::max<size_t>(conv_bytes, 4)));
+      layers[l].ssm = static_cast<float*>(backend_.alloc(ssm_bytes));
+    }
+  }
+}
+
+SequenceCache::~SequenceCache() {
+  for (auto& L : layers) {
+    if (L.k) backend_.free(L.k);
+    if (L.v) backend_.free(L.v);
+    if (L.conv) backend_.free(L.conv);
+    if (L.ssm) backend_.free(L.ssm);
+  }
+}
+
+void SequenceCache::reserve(int32_t n) {
+  if (n > max_capacity_)
+    fail("sequence of {} tokens exceeds the context size {} (raise --ctx)", n, max_capacity_);
+  if (n <= capacity_) return;
+  // Grow geometrically so a long generation reallocates O(log n) times.
+  int32_t cap = std::max<int32_t>(capacity_, 256);
+  while (cap < n) cap = std::min<int64_t>(static_cast<int64_t>(cap) * 2, max_capacity_);
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    if (cfg_.layer_mixer[l] != MixerKind::FullAttention) continue;
+    for (void** p : {&layers[l].k, &layers[l].v}) {
+      void* fresh = backend_.alloc(kv_row_bytes * cap);
+      if (*p) {
+        backend_.copy(fresh, *p, kv_row_bytes * pos_);
+        backend_.free(*p);
+      }
+      *p = fresh;
+    }
+  }
+  capacity_ = cap;
+}
+
+void SequenceCache::clear() {
+  pos_ = 0;
+  for (auto& L : layers) {
+    if (L.conv) backend_.zero(L.conv, conv_bytes);
+    if (L.ssm) backend_.zero(L.ssm, ssm_bytes);
+  }
+}
+
+void SequenceCache::copy_from(const SequenceCache& o) {
+  MEMRA_ASSERT(&o.cfg_ == &cfg_ && o.kv_type == kv_type, "cache copy across models");
+  reserve(std::max(o.pos_, 1));
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const LayerCache& s = o.layers[l];
+    LayerCache& d = layers[l];
+    if (s.k) {
+      backend_.copy(d.k, s.k, kv_row_bytes * o.pos_);
+      backend_.copy(d.v, s.v, kv_row_bytes * o.pos_);
+    }
+    if (s.conv) backend_.copy(d.conv, s.conv, conv_bytes);
+    if (s.ssm) backend_.copy(d.ssm, s.ssm, ssm_bytes);
+  }
+  pos_ = o.pos_;
+}
+
+size_t SequenceCache::state_bytes() const {
+  size_t total = 0;
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    if (cfg_.layer_mixer[l] == MixerKind::FullAttention) total += 2 * kv_row_bytes * static_cast<size_t>(capacity_);
+    else total += conv_bytes + ssm_bytes;
+  }
+  return total;
+}
+
+}  // namespace memra
