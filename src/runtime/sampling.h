@@ -30,8 +30,9 @@
 //   add), lowest id on ties; g is gumbel_noise() from philox.h: Philox4x32-10 keyed by the seed,
 //   counted by (token_index, id). The draw depends only on (seed, token_index, logits), never on
 //   batch slot or size, and is one exact sample from softmax over C of s.
-//   An implementation may skip ids with s_i + kGumbelMax < s_max + kGumbelMin (rounded adds):
-//   by monotonicity of rounding they cannot reach the maximum, so the result is unchanged.
+//   An implementation may skip work that cannot change the result (rounding is monotone): ids
+//   with s_i + kGumbelMax < s_max + kGumbelMin, and - as the CPU does - the logs of a draw whose
+//   bucket bound already falls strictly below the best v so far. A GPU can simply draw every id.
 // If C is empty (everything banned, -inf or NaN) sample_token returns -1, as argmax does.
 #pragma once
 
