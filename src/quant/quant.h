@@ -37,8 +37,10 @@ size_t row_bytes(GgmlType type, int64_t n);
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 
 // Encode n float32 values into blocks of `type`. Round-to-nearest quantizers with the same
-// block layout ggml uses (not necessarily ggml's importance-weighted choice of scales).
-// Throws memra::Error for types memra cannot encode.
+// block layout ggml uses: Q4_0 .. Q8_0 reproduce ggml's reference quantizer bit for bit; the
+// K-quants use a simple least-squares scale search (not ggml's importance-weighted one).
+// Throws memra::Error for types memra cannot encode, and for NaN / infinite input to the
+// integer formats (F16 / BF16 / F32 carry them through).
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 
 // Scalar conversions (IEEE binary16 round-to-nearest-even; bfloat16 round-to-nearest-even).
