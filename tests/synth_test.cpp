@@ -442,9 +442,9 @@ TEST(SynthWrite, TinyAllArchsAllTypes) {
 
 TEST(SynthWrite, Qwen35_0_8bOneLayer) {
   TempDir tmp;
-  // The tied 248,320 x 1024 embedding dominates: q4_0 and q6_k exercise the quantized head and
-  // the K-quant path at full row width; bf16 the float path.
-  for (const char* type : {"q4_0", "q6_k", "bf16"}) {
+  // The tied 248,320 x 1024 embedding (the head) dominates: q4_k exercises the Q6_K head and
+  // Q4_K at full row width (tiny rows fall back), q8_0 the Q8_0 head, bf16 the float path.
+  for (const char* type : {"q4_k", "q8_0", "bf16"}) {
     SCOPED_TRACE(type);
     SynthOptions o = opts("qwen35", "0.8b", type, 3, 1, tmp.file(std::string("q35-08b-") + type + ".gguf"));
     size_t calls = 0;
@@ -474,6 +474,14 @@ TEST(SynthWrite, SameSeedSameBytesAnyThreadCount) {
     SynthOptions c = a;
     c.path = tmp.file("c.gguf");
     c.seed = 12;
+    // Chunks of at least 131,072 elements run multi-threaded (synth.cpp): tiny's token_embd does.
+    bool has_parallel_tensor = false;
+    for (const auto& t : plan_tensors(a)) {
+      int64_t n = 1;
+      for (int64_t d : t.ne) n *= d;
+      has_parallel_tensor |= n >= 131072;
+    }
+    EXPECT_TRUE(has_parallel_tensor);
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     synth_model(a);

@@ -38,6 +38,9 @@ constexpr float kNormJitter = 0.1f;
 constexpr float kSsmNormJitter = 0.05f;
 constexpr float kDtBiasWidth = 0.5f;
 constexpr float kConvStd = 0.5f;
+constexpr float kHeadLogitStd = 3.0f;      // untied output head, in units of 1/sqrt(hidden)
+constexpr float kTiedHeadLogitStd = 1.5f;  // tied token_embd / head, same units
+constexpr float kEmbeddingStd = 1.0f;      // untied token_embd, same units
 
 // Collects one group (globals or one block) and its tensors' roles.
 struct Builder {
@@ -168,10 +171,16 @@ std::vector<PlannedTensor> plan_tensors(const SynthOptions& options) {
   const ModelShape& s = *r.shape;
   Builder b{s, 1.0f / std::sqrt(2.0f * static_cast<float>(s.n_layers)), {}};
 
-  // Globals.
-  b.add("token_embd.weight", {s.hidden, s.vocab}, Init::Embedding, 1.0f);
+  // Globals. The head's scale sets the logit spread: the final RMS-normalised state has unit
+  // RMS, so logits have std kHeadLogitStd. A tied head is also the input embedding, and its
+  // logit for the current token gets a bonus of about H * std^2 / rms(residual); a smaller
+  // std there keeps that bonus near the spread of the others (with N(0, 1) embeddings the
+  // argmax would simply repeat the input token).
+  const float inv_sqrt_h = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+  b.add("token_embd.weight", {s.hidden, s.vocab}, Init::Embedding,
+        (s.tied_embeddings ? kTiedHeadLogitStd : kEmbeddingStd) * inv_sqrt_h);
   b.norm("output_norm.weight", s.hidden);
-  if (!s.tied_embeddings) b.matrix("output.weight", s.hidden, s.vocab);
+  if (!s.tied_embeddings) b.add("output.weight", {s.hidden, s.vocab}, Init::Matrix, kHeadLogitStd * inv_sqrt_h);
   const std::string head_name = s.tied_embeddings ? "token_embd.weight" : "output.weight";
   auto flush = [&](std::vector<PlannedTensor>& out) {
     std::sort(b.group.begin(), b.group.end(), [](const auto& x, const auto& y) { return x.name < y.name; });

@@ -26,6 +26,7 @@ namespace {
 // 2M floats per chunk: 8 MB of values plus at most 8 MB of encoded blocks; large enough that
 // a chunk spreads over all threads, small enough to keep the footprint flat.
 constexpr int64_t kChunkElems = int64_t{1} << 21;
+constexpr int64_t kParallelMinElems = int64_t{1} << 17;  // tests rely on tiny token_embd (131,072) reaching it
 
 void add_metadata(gguf::Writer& w, const std::vector<MetaEntry>& meta) {
   for (const MetaEntry& e : meta) {
@@ -96,7 +97,9 @@ void synth_model(const SynthOptions& options, const ProgressFn& progress) {
         uint8_t* enc = encoded.data();
         // Rows are independent and each element depends only on its index: any thread split
         // gives the same bytes. (Nothing in here throws: every type was checked encodable.)
-#pragma omp parallel for schedule(static)
+        // Small chunks stay on one thread: a parallel region costs more than they do, and far
+        // more on a busy machine where idle workers spin.
+#pragma omp parallel for schedule(static) if (n * row >= kParallelMinElems)
         for (int64_t i = 0; i < n; ++i) {
           float* v = vals + i * row;
           fill_values(t.init, t.scale, key, static_cast<uint64_t>((r0 + i) * row), static_cast<size_t>(row), v);

@@ -11,7 +11,9 @@
 // - Matrix: N(0, 1/sqrt(in)), so a projection of an RMS-normalised vector has unit-size outputs;
 // - ResidualOut (ssm_out, attn_output, ffn_down*): additionally / sqrt(2 * n_layers), so the
 //   2 * n_layers residual branches add up to O(1) growth of the residual stream;
-// - Embedding: N(0, 1) (the residual stream starts at RMS 1);
+// - Embedding and output head: N(0, c / sqrt(hidden)), c = 1 for an untied token_embd (the
+//   first RMSNorm rescales it anyway), 3 for an untied output head (logit std ~3: a clear but
+//   not certain argmax over 248k tokens), 1.5 for a tied one (see plan.cpp for why smaller);
 // - Norm: 1 + U(-0.1, 0.1); SsmNorm: 1 + U(-0.05, 0.05);
 // - SsmA: -exp(U(log 1, log 16)) (= -exp(A_log) with A in [1, 16], HF's init range): decays;
 // - SsmDtBias: U(-0.5, 0.5), so softplus(alpha + dt_bias) stays O(1);
