@@ -96,32 +96,56 @@ class Backend {
   virtual void free(void* p) = 0;
   // Weight bytes from the (mmapped) file. The CPU backend may return `host` itself (zero copy).
   virtual const void* upload_weight(const void* host, size_t bytes) = 0;
+  // A weight matrix (geometry already set in w): sets w.data. Backends may store their own
+  // layout (the CUDA backend repacks blocks for aligned loads); only their ops read it.
+  virtual void upload_matrix(WeightRef& w, const void* host) {
+    w.data = upload_weight(host, w.mat_bytes * static_cast<size_t>(w.n_mat));
+  }
   virtual void to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual void zero(void* dst, size_t bytes) = 0;
   virtual void synchronize() = 0;
-  // Scratch floats for the current step; freed all at once by reset_scratch().
+  // Scratch floats for the current step; freed all at once by reset_scratch(), or back to a
+  // mark (everything allocated after scratch_mark() is released by scratch_release()).
   virtual float* scratch(size_t n_floats) = 0;
   virtual void reset_scratch() = 0;
+  virtual size_t scratch_mark() const = 0;
+  virtual void scratch_release(size_t mark) = 0;
+  // Whether moe_ffn is implemented (the CUDA backend does not have it yet).
+  virtual bool supports_moe() const { return true; }
   // KV cache element type this backend stores (F32 on the CPU, F16 on CUDA by default).
   virtual GgmlType kv_type() const = 0;
 
   // ---- step ----
-  virtual void set_step(const StepPlan& plan) = 0;
+  void set_step(const StepPlan& plan) {
+    plan_ = &plan;
+    on_step(plan);
+  }
+  const StepPlan& plan() const { return *plan_; }
 
   // ---- row-wise ops ----
   // out[r] = row tokens[r] of `table` (dequantized), for the plan's rows.
   virtual void embed(const WeightRef& table, float* out) = 0;
   // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
   virtual void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) = 0;
-  // x[r] += delta[r]; out[r] = rms_norm(x[r]) * w   (residual add fused with the next norm)
-  virtual void add_rms_norm(float* x, const float* delta, const VecRef& w, float* out, int64_t rows,
-                            int64_t dim, float eps) = 0;
-  // x += delta (elementwise, n floats)
-  virtual void add(float* x, const float* delta, int64_t n) = 0;
-  // out[r, j] = sum_i x[r, i] * W[mat][j, i]   (x: rows x n_in, out: rows x n_out)
-  virtual void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat = 0) = 0;
+  // out[r, j] = sum_i x[r, i] * W[mat][j, i]   (x: rows x n_in, out: rows x n_out).
+  // accumulate: out[r, j] += that sum (the residual add fused into the projection; numerically
+  // the same single float add as add()).
+  virtual void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat = 0,
+                      bool accumulate = false) = 0;
+  // Several projections of the same input (e.g. q, k, v): backends may share one pass over x
+  // (one activation quantization, one launch). Same results as separate matmul() calls.
+  struct MatmulOut {
+    const WeightRef* w;
+    float* out;
+    bool accumulate = false;
+  };
+  virtual void matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) {
+    for (int i = 0; i < n_outs; ++i) matmul(*outs[i].w, x, outs[i].out, rows, 0, outs[i].accumulate);
+  }
+  // act = silu(x W_gate^T) * (x W_up^T): the SwiGLU input half, act is rows x n_ff.
+  virtual void swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows);
   // out = silu(gate) * up (elementwise, n floats)
   virtual void silu_mul(const float* gate, const float* up, float* out, int64_t n) = 0;
   // Copies row src_rows[i] of x (cols wide) to row i of out. src_rows in host memory.
@@ -145,17 +169,27 @@ class Backend {
   // Causal depthwise conv (kernel taps w[ch*K + j]) over each sequence's rows with its conv state
   // (last K-1 inputs), then SiLU. Updates the state. x, out: rows x channels.
   virtual void conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) = 0;
-  // The delta rule for the plan's rows: conv_out (rows x conv_channels) holds q | k | v; beta and
-  // alpha raw projections per the gate layout; out: rows x n_v*d. Updates each sequence's state.
-  virtual void gated_delta_rule(int layer, const float* conv_out, const float* beta_raw, const float* alpha_raw,
-                                const VecRef& ssm_a, const VecRef& dt_bias, float* out, const GdnShape& s) = 0;
-  // out[r, h*d + i] = rms_norm(o[r, h, :])[i] * w[i] * silu(z[r, h*d + i])   (per head over d)
-  virtual void gated_rms_norm(const float* o, const VecRef& w, const float* z, float* out, int64_t rows,
-                              int n_heads, int d, float eps) = 0;
+  // The DeltaNet core for the plan's rows: conv1d_silu over `mixed` (q | k | v channels), then per
+  // value head: l2norm(q, k) (q scaled by 1/sqrt(d)), beta = sigmoid(b), g = ssm_a*softplus(a + dt_bias),
+  // the delta rule on the sequence's state, and the gated RMSNorm
+  // y[r, h*d + i] = rms_norm(o[r, h, :])[i] * norm_w[i] * silu(z[r, h*d + i]).  y: rows x n_v*d.
+  // beta_raw / alpha_raw follow s.gate_layout. Updates each sequence's conv and recurrent state.
+  virtual void deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
+                        const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w,
+                        float* y, const GdnShape& s, float eps) = 0;
+
+  // ---- sampling ----
+  // Greedy token of each row (lowest id on ties, NaN never wins); results to host memory.
+  virtual void argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host);
 
   // ---- mixture of experts ----
-  // out = routed experts (softmax router, top-k, optional renorm) + sigmoid-gated shared expert.
+  // out += routed experts (softmax router, top-k, optional renorm) + sigmoid-gated shared expert.
   virtual void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) = 0;
+
+ protected:
+  // Called by set_step(): backends upload what their kernels need (device step tables).
+  virtual void on_step(const StepPlan& plan) { (void)plan; }
+  const StepPlan* plan_ = nullptr;
 };
 
 // The CPU reference backend.

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#ifndef __CUDACC__
 #include <fmt/format.h>
+#endif
 
 namespace memra {
 
@@ -21,10 +23,12 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+#ifndef __CUDACC__
 template <typename... Args>
 [[noreturn]] inline void fail(fmt::format_string<Args...> fmt, Args&&... args) {
   throw Error(fmt::format(fmt, std::forward<Args>(args)...));
 }
+#endif
 
 [[noreturn]] inline void assert_failed(const char* expr, const char* file, int line, const std::string& msg) {
   std::fprintf(stderr, "memra: internal error at %s:%d: assertion `%s` failed%s%s\n", file, line, expr,
@@ -35,6 +39,14 @@ template <typename... Args>
 
 }  // namespace memra
 
+#ifdef __CUDACC__
+// CUDA translation units (nvcc cannot compile fmt): the message arguments are not formatted.
+#define MEMRA_ASSERT(cond, ...)                                                       \
+  do {                                                                               \
+    if (!(cond)) [[unlikely]]                                                        \
+      ::memra::assert_failed(#cond, __FILE__, __LINE__, std::string());              \
+  } while (0)
+#else
 #define MEMRA_ASSERT(cond, ...)                                                                   \
   do {                                                                                           \
     if (!(cond)) [[unlikely]]                                                                    \
@@ -48,3 +60,4 @@ inline std::string detail_assert_msg(fmt::format_string<Args...> fmt, Args&&... 
   return fmt::format(fmt, std::forward<Args>(args)...);
 }
 }  // namespace memra
+#endif

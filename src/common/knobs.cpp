@@ -28,6 +28,8 @@ constexpr Knob kKnobs[] = {
      "prompt tokens per prefill forward; chunks sit on a fixed grid from position 0"},
     {"MEMRA_DEVICE", Kind::String, "auto", 0, 0, "default device: auto, cpu or cuda"},
     {"MEMRA_BATCH_PHASE", Kind::Bool, "0", 0, 1, "print sync-bounded per-phase shares of batched decode steps"},
+    {"MEMRA_CUDA_SCRATCH_MB", Kind::Int, "2048", 64, 1 << 20,
+     "CUDA scratch arena for one step's activations (MiB); raise it for huge prefill chunks"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };
 

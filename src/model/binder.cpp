@@ -51,7 +51,7 @@ WeightRef TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_
   w.row_bytes = quant::row_bytes(t.type, n_in);
   w.mat_bytes = w.row_bytes * static_cast<size_t>(n_out);
   MEMRA_ASSERT(w.mat_bytes * static_cast<size_t>(n_mat) == t.n_bytes, "size mismatch for {}", name);
-  w.data = backend_.upload_weight(file_.tensor_data(t), t.n_bytes);
+  backend_.upload_matrix(w, file_.tensor_data(t));
   w.name = name;
   model_.total_weight_bytes_ += t.n_bytes;
   used_.push_back(name);

@@ -54,7 +54,7 @@ uint64_t Model::decode_weight_bytes() const {
   return total;
 }
 
-float* Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, int64_t rows) {
+void Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows) {
   Backend& be = *backend_;
   const ModelConfig& c = cfg_;
   AttnShape s;
@@ -68,21 +68,18 @@ float* Model::attention_mixer(const LayerWeights& L, int layer, const float* xn,
   float* q = be.scratch(rows * q_cols);
   float* k = be.scratch(rows * kv_cols);
   float* v = be.scratch(rows * kv_cols);
-  be.matmul(L.attn.wq, xn, q, rows);
-  be.matmul(L.attn.wk, xn, k, rows);
-  be.matmul(L.attn.wv, xn, v, rows);
+  const Backend::MatmulOut qkv[3] = {{&L.attn.wq, q}, {&L.attn.wk, k}, {&L.attn.wv, v}};
+  be.matmul_multi(xn, rows, qkv, 3);
   be.qk_norm_rope(q, k, L.attn.q_norm, L.attn.k_norm, s, c.rms_eps);
   const int64_t attn_cols = static_cast<int64_t>(c.n_head) * c.head_dim;
   float* attn = be.scratch(rows * attn_cols);
   be.attention(layer, q, k, v, attn, s);
   // The gate of head h sits right after its query in the projection: [q_h | gate_h].
   if (c.attn_gated) be.sigmoid_gate_mul(attn, q + c.head_dim, rows, c.n_head, c.head_dim, q_cols, 2 * c.head_dim);
-  float* out = be.scratch(rows * c.n_embd);
-  be.matmul(L.attn.wo, attn, out, rows);
-  return out;
+  be.matmul(L.attn.wo, attn, x, rows, 0, /*accumulate=*/true);
 }
 
-float* Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, int64_t rows) {
+void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows) {
   Backend& be = *backend_;
   const ModelConfig& c = cfg_;
   const DeltaNetWeights& g = L.gdn;
@@ -99,48 +96,35 @@ float* Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, 
 
   float* mixed = be.scratch(rows * channels);
   float* z = be.scratch(rows * v_dim);
-  be.matmul(g.qkv, xn, mixed, rows);
-  be.matmul(g.z, xn, z, rows);
   const float* beta_raw;
   const float* alpha_raw;
   if (fused_ba) {
     float* ba = be.scratch(rows * 2 * s.n_v);
-    be.matmul(g.ba, xn, ba, rows);
+    const Backend::MatmulOut outs[3] = {{&g.qkv, mixed}, {&g.z, z}, {&g.ba, ba}};
+    be.matmul_multi(xn, rows, outs, 3);
     beta_raw = alpha_raw = ba;
   } else {
     float* b = be.scratch(rows * s.n_v);
     float* a = be.scratch(rows * s.n_v);
-    be.matmul(g.beta, xn, b, rows);
-    be.matmul(g.alpha, xn, a, rows);
+    const Backend::MatmulOut outs[4] = {{&g.qkv, mixed}, {&g.z, z}, {&g.beta, b}, {&g.alpha, a}};
+    be.matmul_multi(xn, rows, outs, 4);
     beta_raw = b;
     alpha_raw = a;
   }
-  float* conv = be.scratch(rows * channels);
-  be.conv1d_silu(layer, mixed, g.conv, conv, static_cast<int>(channels), s.conv_kernel);
-  float* o = be.scratch(rows * v_dim);
-  be.gated_delta_rule(layer, conv, beta_raw, alpha_raw, g.ssm_a, g.dt_bias, o, s);
   float* y = be.scratch(rows * v_dim);
-  be.gated_rms_norm(o, g.norm, z, y, rows, s.n_v, s.d, c.rms_eps);
-  float* out = be.scratch(rows * c.n_embd);
-  be.matmul(g.out, y, out, rows);
-  return out;
+  be.deltanet(layer, mixed, z, beta_raw, alpha_raw, g.conv, g.ssm_a, g.dt_bias, g.norm, y, s, c.rms_eps);
+  be.matmul(g.out, y, x, rows, 0, /*accumulate=*/true);
 }
 
-float* Model::ffn(const LayerWeights& L, const float* xn, int64_t rows) {
+void Model::ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows) {
   Backend& be = *backend_;
-  float* out = be.scratch(rows * cfg_.n_embd);
   if (L.ffn.is_moe) {
-    be.moe_ffn(L.ffn.moe, xn, out, rows, cfg_.n_embd);
-    return out;
+    be.moe_ffn(L.ffn.moe, xn, x, rows, cfg_.n_embd);
+    return;
   }
-  const int64_t n_ff = L.ffn.gate.n_out;
-  float* gate = be.scratch(rows * n_ff);
-  float* up = be.scratch(rows * n_ff);
-  be.matmul(L.ffn.gate, xn, gate, rows);
-  be.matmul(L.ffn.up, xn, up, rows);
-  be.silu_mul(gate, up, gate, rows * n_ff);
-  be.matmul(L.ffn.down, gate, out, rows);
-  return out;
+  float* act = be.scratch(rows * L.ffn.gate.n_out);
+  be.swiglu(L.ffn.gate, L.ffn.up, xn, act, rows);
+  be.matmul(L.ffn.down, act, x, rows, 0, /*accumulate=*/true);
 }
 
 const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& logit_rows) {
@@ -158,15 +142,19 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
   float* xn = be.scratch(rows * c.n_embd);
   be.embed(token_embd_, x);
   be.rms_norm(x, layers_[0].attn_norm, xn, rows, c.n_embd, c.rms_eps);
+  // Scratch of a layer is released at its end: only x and xn live across layers.
+  const size_t layer_mark = be.scratch_mark();
   for (int l = 0; l < c.n_layer; ++l) {
+    be.scratch_release(layer_mark);
     const LayerWeights& L = layers_[l];
-    float* mixed = L.mixer == MixerKind::FullAttention ? attention_mixer(L, l, xn, rows)
-                                                        : deltanet_mixer(L, l, xn, rows);
-    be.add_rms_norm(x, mixed, L.post_norm, xn, rows, c.n_embd, c.rms_eps);
-    float* f = ffn(L, xn, rows);
+    if (L.mixer == MixerKind::FullAttention) attention_mixer(L, l, xn, x, rows);
+    else deltanet_mixer(L, l, xn, x, rows);
+    be.rms_norm(x, L.post_norm, xn, rows, c.n_embd, c.rms_eps);
+    ffn(L, xn, x, rows);
     const VecRef& next_norm = l + 1 < c.n_layer ? layers_[l + 1].attn_norm : output_norm_;
-    be.add_rms_norm(x, f, next_norm, xn, rows, c.n_embd, c.rms_eps);
+    be.rms_norm(x, next_norm, xn, rows, c.n_embd, c.rms_eps);
   }
+  be.scratch_release(layer_mark);
   const int64_t n_out = static_cast<int64_t>(logit_rows.size());
   float* logits = be.scratch(std::max<int64_t>(n_out, 1) * c.n_vocab);
   if (n_out == 0) return logits;

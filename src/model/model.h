@@ -81,9 +81,10 @@ class Model {
   std::vector<void*> owned_;  // backend allocations made for converted vectors
   uint64_t total_weight_bytes_ = 0;
 
-  float* attention_mixer(const LayerWeights& L, int layer, const float* xn, int64_t rows);
-  float* deltanet_mixer(const LayerWeights& L, int layer, const float* xn, int64_t rows);
-  float* ffn(const LayerWeights& L, const float* xn, int64_t rows);
+  // Each block adds its output projection into the residual stream x.
+  void attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows);
+  void deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows);
+  void ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows);
 };
 
 }  // namespace memra

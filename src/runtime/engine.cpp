@@ -50,7 +50,16 @@ std::unique_ptr<Engine> Engine::open_memory(const uint8_t* data, size_t size, co
 Engine::~Engine() = default;
 
 void Engine::init(const EngineOptions& opts) {
+  const ModelConfig probe = ModelConfig::from_gguf(*file_);
   backend_ = make_backend(opts.device);
+  if (probe.is_moe() && !backend_->supports_moe()) {
+    const std::string device = opts.device.empty() ? knobs::get_string("MEMRA_DEVICE") : opts.device;
+    if (device == "cuda")
+      fail("{}: mixture-of-experts models are not supported on the CUDA backend yet; use --device cpu",
+           file_->path());
+    if (opts.verbose) std::fprintf(stderr, "memra: MoE model: using the CPU backend (CUDA MoE not implemented yet)\n");
+    backend_ = make_cpu_backend();
+  }
   model_ = Model::load(*file_, *backend_);
   const ModelConfig& c = model_->config();
   ctx_ = opts.ctx > 0 ? opts.ctx : std::min(c.n_ctx_train, 32768);

@@ -77,6 +77,19 @@ void CpuBackend::reset_scratch() {
   block_index_ = 0;
 }
 
+// A mark is (block index, used floats in it) packed into one integer.
+size_t CpuBackend::scratch_mark() const {
+  size_t used = block_index_ < blocks_.size() ? blocks_[block_index_].used : 0;
+  return (block_index_ << 40) | used;
+}
+
+void CpuBackend::scratch_release(size_t mark) {
+  size_t index = mark >> 40, used = mark & ((size_t{1} << 40) - 1);
+  for (size_t i = index + 1; i < blocks_.size(); ++i) blocks_[i].used = 0;
+  if (index < blocks_.size()) blocks_[index].used = used;
+  block_index_ = index;
+}
+
 // ---- row-wise ops ----
 
 void CpuBackend::embed(const WeightRef& table, float* out) {
@@ -100,17 +113,8 @@ void CpuBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t r
   }
 }
 
-void CpuBackend::add_rms_norm(float* x, const float* delta, const VecRef& w, float* out, int64_t rows, int64_t dim,
-                              float eps) {
-  add(x, delta, rows * dim);
-  rms_norm(x, w, out, rows, dim, eps);
-}
-
-void CpuBackend::add(float* x, const float* delta, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += delta[i];
-}
-
-void CpuBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat) {
+void CpuBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat,
+                        bool accumulate) {
   MEMRA_ASSERT(w.valid() && mat >= 0 && mat < w.n_mat, "matmul on {} matrix {}", w.name, mat);
   const uint8_t* base = static_cast<const uint8_t*>(w.data) + w.mat_bytes * static_cast<size_t>(mat);
   const int64_t n_in = w.n_in, n_out = w.n_out;
@@ -122,7 +126,10 @@ void CpuBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t 
 #pragma omp for schedule(static)
     for (int64_t j = 0; j < n_out; ++j) {
       quant::dequantize_row(w.type, base + w.row_bytes * static_cast<size_t>(j), wrow.data(), n_in);
-      for (int64_t r = 0; r < rows; ++r) out[r * n_out + j] = static_cast<float>(cpu::dot(wrow.data(), x + r * n_in, n_in));
+      for (int64_t r = 0; r < rows; ++r) {
+        float v = static_cast<float>(cpu::dot(wrow.data(), x + r * n_in, n_in));
+        out[r * n_out + j] = accumulate ? out[r * n_out + j] + v : v;
+      }
     }
   }
 }

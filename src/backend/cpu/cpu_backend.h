@@ -28,16 +28,14 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
   float* scratch(size_t n_floats) override;
   void reset_scratch() override;
+  size_t scratch_mark() const override;
+  void scratch_release(size_t mark) override;
   GgmlType kv_type() const override { return GgmlType::F32; }
-
-  void set_step(const StepPlan& plan) override { plan_ = &plan; }
 
   void embed(const WeightRef& table, float* out) override;
   void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
-  void add_rms_norm(float* x, const float* delta, const VecRef& w, float* out, int64_t rows, int64_t dim,
-                    float eps) override;
-  void add(float* x, const float* delta, int64_t n) override;
-  void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat) override;
+  void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat,
+              bool accumulate) override;
   void silu_mul(const float* gate, const float* up, float* out, int64_t n) override;
   void gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) override;
 
@@ -49,15 +47,18 @@ class CpuBackend final : public Backend {
                         int64_t gate_row_stride, int gate_head_stride) override;
 
   void conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) override;
+  void deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
+                const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w, float* y,
+                const GdnShape& s, float eps) override;
+  // The pieces deltanet() composes (public for tests).
   void gated_delta_rule(int layer, const float* conv_out, const float* beta_raw, const float* alpha_raw,
-                        const VecRef& ssm_a, const VecRef& dt_bias, float* out, const GdnShape& s) override;
+                        const VecRef& ssm_a, const VecRef& dt_bias, float* out, const GdnShape& s);
   void gated_rms_norm(const float* o, const VecRef& w, const float* z, float* out, int64_t rows, int n_heads,
-                      int d, float eps) override;
+                      int d, float eps);
 
   void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) override;
 
  private:
-  const StepPlan* plan_ = nullptr;
   // Scratch arena: blocks are never moved, so pointers stay valid for the whole step.
   struct Block { std::unique_ptr<float[]> data; size_t size; size_t used; };
   std::vector<Block> blocks_;

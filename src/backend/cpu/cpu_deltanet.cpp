@@ -231,6 +231,18 @@ void CpuBackend::gated_delta_rule(int layer, const float* conv_out, const float*
   }
 }
 
+void CpuBackend::deltanet(int layer, const float* mixed, const float* z, const float* beta_raw,
+                          const float* alpha_raw, const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias,
+                          const VecRef& norm_w, float* y, const GdnShape& s, float eps) {
+  const int64_t rows = plan().n_rows();
+  const int channels = s.conv_channels();
+  float* conv = scratch(static_cast<size_t>(rows * channels));
+  conv1d_silu(layer, mixed, conv_w, conv, channels, s.conv_kernel);
+  float* o = scratch(static_cast<size_t>(rows) * s.n_v * s.d);
+  gated_delta_rule(layer, conv, beta_raw, alpha_raw, ssm_a, dt_bias, o, s);
+  gated_rms_norm(o, norm_w, z, y, rows, s.n_v, s.d, eps);
+}
+
 void CpuBackend::gated_rms_norm(const float* o, const VecRef& w, const float* z, float* out, int64_t rows,
                                 int n_heads, int d, float eps) {
   MEMRA_ASSERT(w.n == d, "gated norm weight {} != head size {}", w.n, d);

@@ -18,7 +18,7 @@ void CpuBackend::moe_ffn(const MoeWeights& m, const float* x, float* out, int64_
   std::vector<double> acc(hidden);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * hidden;
-    matmul(m.router, xr, logits.data(), 1, 0);
+    matmul(m.router, xr, logits.data(), 1, 0, false);
     // softmax in float64
     double mx = *std::max_element(logits.begin(), logits.end());
     std::vector<double> p(m.n_expert);
@@ -34,28 +34,28 @@ void CpuBackend::moe_ffn(const MoeWeights& m, const float* x, float* out, int64_
     for (int i = 0; i < m.n_used; ++i) {
       const int e = order[i];
       const double w = m.norm_topk ? p[e] / top_sum : p[e];
-      matmul(m.gate_exps, xr, g.data(), 1, e);
-      matmul(m.up_exps, xr, u.data(), 1, e);
+      matmul(m.gate_exps, xr, g.data(), 1, e, false);
+      matmul(m.up_exps, xr, u.data(), 1, e, false);
       silu_mul(g.data(), u.data(), g.data(), n_ff);
-      matmul(m.down_exps, g.data(), y.data(), 1, e);
+      matmul(m.down_exps, g.data(), y.data(), 1, e, false);
       for (int64_t j = 0; j < hidden; ++j) acc[j] += w * y[j];
     }
     if (m.gate_shexp.valid()) {
       const int64_t n_sh = m.gate_shexp.n_out;
       std::vector<float> sg(n_sh), su(n_sh);
-      matmul(m.gate_shexp, xr, sg.data(), 1, 0);
-      matmul(m.up_shexp, xr, su.data(), 1, 0);
+      matmul(m.gate_shexp, xr, sg.data(), 1, 0, false);
+      matmul(m.up_shexp, xr, su.data(), 1, 0, false);
       silu_mul(sg.data(), su.data(), sg.data(), n_sh);
-      matmul(m.down_shexp, sg.data(), y.data(), 1, 0);
+      matmul(m.down_shexp, sg.data(), y.data(), 1, 0, false);
       double gate = 1.0;
       if (m.shexp_gate.valid()) {
         float gl;
-        matmul(m.shexp_gate, xr, &gl, 1, 0);
+        matmul(m.shexp_gate, xr, &gl, 1, 0, false);
         gate = cpu::sigmoid(gl);
       }
       for (int64_t j = 0; j < hidden; ++j) acc[j] += gate * y[j];
     }
-    for (int64_t j = 0; j < hidden; ++j) out[r * hidden + j] = static_cast<float>(acc[j]);
+    for (int64_t j = 0; j < hidden; ++j) out[r * hidden + j] += static_cast<float>(acc[j]);
   }
 }
 

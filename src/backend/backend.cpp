@@ -1,0 +1,30 @@
+// Default compositions of the fusable ops, in terms of the primitive ops. Backends override
+// them with fused kernels that must give the same results as these compositions up to the
+// tolerances their tests state (bit-identical where the op is exact).
+#include "backend/backend.h"
+
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/sampling.h"
+#include "runtime/step_plan.h"
+
+namespace memra {
+
+void Backend::swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows) {
+  MEMRA_ASSERT(gate.n_out == up.n_out && gate.n_in == up.n_in, "swiglu: gate {} / up {} mismatch", gate.name, up.name);
+  float* u = scratch(static_cast<size_t>(rows * up.n_out));
+  MatmulOut outs[2] = {{&gate, act, false}, {&up, u, false}};
+  matmul_multi(x, rows, outs, 2);
+  silu_mul(act, u, act, rows * gate.n_out);
+}
+
+void Backend::argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) {
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    to_host(row.data(), logits + r * n, static_cast<size_t>(n) * sizeof(float));
+    out_host[r] = memra::argmax(row);
+  }
+}
+
+}  // namespace memra

@@ -1,0 +1,357 @@
+// CudaBackend: memory, weights, the per-step device tables, and the wiring of Backend ops to
+// kernel launchers (kernels.h).
+#include "backend/cuda/cuda_backend_impl.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_backend.h"
+#include "common/error.h"
+#include "common/knobs.h"
+#include "runtime/sequence_cache.h"
+#include "runtime/step_plan.h"
+
+namespace memra {
+
+bool cuda_device_available() { return cuda_unavailable_reason().empty(); }
+
+std::string cuda_unavailable_reason() {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls are not confused
+    return fmt::format("CUDA runtime: {}", cudaGetErrorString(err));
+  }
+  if (count == 0) return "no CUDA device";
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "cannot query CUDA device 0";
+  if (prop.major < 9)
+    return fmt::format("device 0 ({}) has compute capability {}.{}; memra's kernels are built for 9.0 (Hopper)",
+                       prop.name, prop.major, prop.minor);
+  return "";
+}
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<cuda::CudaBackend>(); }
+
+namespace cuda {
+
+namespace {
+bool is_quantized(GgmlType t) { return t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16; }
+constexpr size_t kAlign = 256;
+}  // namespace
+
+CudaBackend::CudaBackend() {
+  CUDA_CHECK(cudaSetDevice(0));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  device_name_ = prop.name;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  arena_size_ = static_cast<size_t>(knobs::get_int("MEMRA_CUDA_SCRATCH_MB")) << 20;
+  void* p = nullptr;
+  if (cudaMalloc(&p, arena_size_) != cudaSuccess)
+    fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
+  arena_ = static_cast<uint8_t*>(p);
+}
+
+CudaBackend::~CudaBackend() {
+  cudaStreamSynchronize(stream_);
+  for (auto& [ptr, w] : weights_) cudaFree(const_cast<uint8_t*>(w.data));
+  for (auto& [k, p] : inv_freq_) cudaFree(p);
+  cudaFree(arena_);
+  cudaFree(step_dev_);
+  cudaFreeHost(step_host_);
+  if (step_event_) cudaEventDestroy(step_event_);
+  cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::name() const { return "cuda (" + device_name_ + ")"; }
+
+// ---- memory ----
+
+void* CudaBackend::alloc(size_t bytes) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, std::max<size_t>(bytes, 1)) != cudaSuccess) {
+    cudaGetLastError();
+    fail("CUDA: out of device memory allocating {:.1f} MiB", bytes / 1048576.0);
+  }
+  CUDA_CHECK(cudaMemsetAsync(p, 0, std::max<size_t>(bytes, 1), stream_));
+  return p;
+}
+
+void CudaBackend::free(void* p) {
+  if (!p) return;
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  CUDA_CHECK(cudaFree(p));
+}
+
+const void* CudaBackend::upload_weight(const void* host, size_t bytes) {
+  void* p = alloc(bytes);
+  to_device(p, host, bytes);
+  return p;
+}
+
+void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
+  DevWeight dw = plan_layout(w.type, w.n_in, w.n_out, w.n_mat);
+  const size_t total = dw.mat_stride * static_cast<size_t>(w.n_mat);
+  void* dev = nullptr;
+  if (cudaMalloc(&dev, total) != cudaSuccess) {
+    cudaGetLastError();
+    fail("CUDA: out of device memory for weight {} ({:.1f} MiB)", w.name, total / 1048576.0);
+  }
+  // Repack in pieces of ~64 MiB so a multi-gigabyte tensor never needs a second host copy whole.
+  const int64_t rows_total = w.n_out * w.n_mat;
+  const int64_t rows_per_piece = std::max<int64_t>(1, (int64_t{64} << 20) / static_cast<int64_t>(dw.row_stride));
+  std::vector<uint8_t> piece(static_cast<size_t>(std::min(rows_total, rows_per_piece)) * dw.row_stride);
+  const uint8_t* src = static_cast<const uint8_t*>(host);
+  for (int64_t r0 = 0; r0 < rows_total; r0 += rows_per_piece) {
+    const int64_t n = std::min(rows_per_piece, rows_total - r0);
+    repack_rows(dw, w.type, src + static_cast<size_t>(r0) * w.row_bytes, n, piece.data());
+    CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(dev) + static_cast<size_t>(r0) * dw.row_stride, piece.data(),
+                          static_cast<size_t>(n) * dw.row_stride, cudaMemcpyHostToDevice));
+  }
+  dw.data = static_cast<const uint8_t*>(dev);
+  weights_[dev] = dw;
+  w.data = dev;
+}
+
+const DevWeight& CudaBackend::dev_weight(const WeightRef& w) const {
+  auto it = weights_.find(w.data);
+  MEMRA_ASSERT(it != weights_.end(), "weight {} was not uploaded with upload_matrix", w.name);
+  return it->second;
+}
+
+void CudaBackend::to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+}
+void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+void CudaBackend::zero(void* dst, size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
+}
+void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+float* CudaBackend::scratch(size_t n) {
+  const size_t bytes = (std::max<size_t>(n, 1) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+  if (arena_used_ + bytes > arena_size_)
+    fail("CUDA: a step needs more than the {} MiB scratch arena (raise MEMRA_CUDA_SCRATCH_MB or use a smaller "
+         "prefill chunk)",
+         arena_size_ >> 20);
+  float* p = reinterpret_cast<float*>(arena_ + arena_used_);
+  arena_used_ += bytes;
+  return p;
+}
+
+void CudaBackend::reset_scratch() { arena_used_ = 0; }
+
+// ---- step tables ----
+
+void CudaBackend::on_step(const StepPlan& plan) {
+  const int32_t n_rows = static_cast<int32_t>(plan.n_rows());
+  const int32_t n_seqs = static_cast<int32_t>(plan.seqs.size());
+  const int32_t n_layers = n_seqs ? static_cast<int32_t>(plan.seqs[0].cache->layers.size()) : 0;
+  const size_t n_ptr = static_cast<size_t>(n_layers) * n_seqs;
+  const size_t int_bytes = (3 * static_cast<size_t>(n_rows) + 3 * n_seqs) * sizeof(int32_t);
+  const size_t ptr_off = (int_bytes + 15) / 16 * 16;
+  const size_t total = ptr_off + 4 * n_ptr * sizeof(void*);
+  if (total > step_capacity_) {
+    if (step_dev_) {
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      CUDA_CHECK(cudaFree(step_dev_));
+      CUDA_CHECK(cudaFreeHost(step_host_));
+    }
+    step_capacity_ = std::max(total * 2, size_t{1} << 16);
+    CUDA_CHECK(cudaMalloc(&step_dev_, step_capacity_));
+    CUDA_CHECK(cudaMallocHost(&step_host_, step_capacity_));
+    if (!step_event_) CUDA_CHECK(cudaEventCreateWithFlags(&step_event_, cudaEventDisableTiming));
+  } else {
+    CUDA_CHECK(cudaEventSynchronize(step_event_));  // the previous step's copy has left the staging buffer
+  }
+  int32_t* ints = reinterpret_cast<int32_t*>(step_host_);
+  int32_t* tokens = ints;
+  int32_t* positions = tokens + n_rows;
+  int32_t* row_seq = positions + n_rows;
+  int32_t* seq_row0 = row_seq + n_rows;
+  int32_t* seq_n_rows = seq_row0 + n_seqs;
+  int32_t* seq_pos0 = seq_n_rows + n_seqs;
+  std::memcpy(tokens, plan.tokens.data(), n_rows * sizeof(int32_t));
+  std::memcpy(positions, plan.positions.data(), n_rows * sizeof(int32_t));
+  void** ptrs = reinterpret_cast<void**>(step_host_ + ptr_off);
+  int32_t max_rows = 0, max_kv = 0;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    const StepSeq& q = plan.seqs[s];
+    MEMRA_ASSERT(static_cast<int32_t>(q.cache->layers.size()) == n_layers);
+    seq_row0[s] = q.row0;
+    seq_n_rows[s] = q.n_rows;
+    seq_pos0[s] = q.pos0;
+    for (int32_t i = 0; i < q.n_rows; ++i) row_seq[q.row0 + i] = s;
+    max_rows = std::max(max_rows, q.n_rows);
+    max_kv = std::max(max_kv, q.pos0 + q.n_rows);
+    for (int32_t l = 0; l < n_layers; ++l) {
+      const LayerCache& c = q.cache->layers[l];
+      const size_t i = static_cast<size_t>(l) * n_seqs + s;
+      ptrs[i] = c.k;
+      ptrs[n_ptr + i] = c.v;
+      ptrs[2 * n_ptr + i] = c.conv;
+      ptrs[3 * n_ptr + i] = c.ssm;
+    }
+  }
+  CUDA_CHECK(cudaMemcpyAsync(step_dev_, step_host_, total, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(step_event_, stream_));
+  const int32_t* dints = reinterpret_cast<const int32_t*>(step_dev_);
+  void* const* dptrs = reinterpret_cast<void* const*>(step_dev_ + ptr_off);
+  step_.n_rows = n_rows;
+  step_.n_seqs = n_seqs;
+  step_.max_seq_rows = max_rows;
+  step_.max_kv_len = max_kv;
+  step_.tokens = dints;
+  step_.positions = dints + n_rows;
+  step_.row_seq = dints + 2 * n_rows;
+  step_.seq_row0 = dints + 3 * n_rows;
+  step_.seq_n_rows = dints + 3 * n_rows + n_seqs;
+  step_.seq_pos0 = dints + 3 * n_rows + 2 * n_seqs;
+  step_.kv_k = dptrs;
+  step_.kv_v = dptrs + n_ptr;
+  step_.conv = reinterpret_cast<float* const*>(dptrs + 2 * n_ptr);
+  step_.ssm = reinterpret_cast<float* const*>(dptrs + 3 * n_ptr);
+}
+
+// ---- ops ----
+
+Q8Act CudaBackend::quantize(const float* x, int64_t rows, int64_t cols) {
+  Q8Act a;
+  a.rows = rows;
+  a.cols = cols;
+  a.q = reinterpret_cast<int8_t*>(scratch(static_cast<size_t>((rows * cols + 3) / 4)));
+  a.d = scratch(static_cast<size_t>(rows * cols / 32));
+  a.s = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows * cols / 32)));
+  quantize_q8(x, a, stream_);
+  return a;
+}
+
+void CudaBackend::embed(const WeightRef& table, float* out) {
+  embed_rows(dev_weight(table), step_, step_.n_rows, out, stream_);
+}
+
+void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
+  MEMRA_ASSERT(w.n == dim);
+  cuda::rms_norm(x, w.data, out, rows, dim, eps, stream_);
+}
+
+void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) {
+  MatmulOut o{&w, out, accumulate};
+  MEMRA_ASSERT(mat == 0 || w.n_mat > 1);
+  if (mat == 0) {
+    matmul_multi(x, rows, &o, 1);
+    return;
+  }
+  const DevWeight& dw = dev_weight(w);
+  if (is_quantized(dw.type)) matmul_q8(dw, mat, quantize(x, rows, dw.n_in), out, dw.n_out, accumulate, stream_);
+  else matmul_f(dw, mat, x, rows, out, dw.n_out, accumulate, stream_);
+}
+
+void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) {
+  if (rows == 0 || n_outs == 0) return;
+  Q8Act act;
+  bool have_act = false;
+  for (int i = 0; i < n_outs; ++i) {
+    const DevWeight& dw = dev_weight(*outs[i].w);
+    if (is_quantized(dw.type)) {
+      if (!have_act) {
+        act = quantize(x, rows, dw.n_in);
+        have_act = true;
+      }
+      MEMRA_ASSERT(act.cols == dw.n_in, "matmul_multi: inputs of different widths");
+      matmul_q8(dw, 0, act, outs[i].out, dw.n_out, outs[i].accumulate, stream_);
+    } else {
+      matmul_f(dw, 0, x, rows, outs[i].out, dw.n_out, outs[i].accumulate, stream_);
+    }
+  }
+}
+
+void CudaBackend::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  cuda::silu_mul(gate, up, out, n, stream_);
+}
+
+void CudaBackend::gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) {
+  int32_t* dev = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(n)));
+  to_device(dev, src_rows, static_cast<size_t>(n) * sizeof(int32_t));
+  cuda::gather_rows(x, dev, n, cols, out, stream_);
+}
+
+const float* CudaBackend::inv_freq(int n_rot, float theta) {
+  uint32_t bits;
+  std::memcpy(&bits, &theta, 4);
+  const uint64_t key = (static_cast<uint64_t>(n_rot) << 32) | bits;
+  auto it = inv_freq_.find(key);
+  if (it != inv_freq_.end()) return it->second;
+  std::vector<float> f(static_cast<size_t>(std::max(n_rot / 2, 1)));
+  for (int i = 0; i < n_rot / 2; ++i) f[i] = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / n_rot));
+  float* dev = static_cast<float*>(alloc(f.size() * sizeof(float)));
+  to_device(dev, f.data(), f.size() * sizeof(float));
+  inv_freq_[key] = dev;
+  return dev;
+}
+
+void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
+                               float eps) {
+  MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
+  cuda::qk_norm_rope(q, k, q_norm.data, k_norm.data, inv_freq(s.n_rot, s.rope_theta), step_, step_.n_rows, s, eps,
+                     stream_);
+}
+
+void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
+                            const AttnShape& s) {
+  for (const StepSeq& seq : plan().seqs)
+    MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");
+  const int kv_dim = s.n_head_kv * s.head_dim;
+  cuda::kv_append(layer, k, v, step_, step_.n_rows, kv_dim, stream_);
+  float* work = scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
+  cuda::attention(layer, q, step_, step_.n_rows, s, out, work, stream_);
+}
+
+void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
+                                   int64_t gate_row_stride, int gate_head_stride) {
+  cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, stream_);
+}
+
+void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) {
+  MEMRA_ASSERT(w.n == static_cast<int64_t>(channels) * kernel);
+  cuda::conv1d_silu(layer, x, w.data, out, channels, kernel, step_, stream_);
+}
+
+void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
+                           const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w,
+                           float* y, const GdnShape& s, float eps) {
+  MEMRA_ASSERT(ssm_a.n == s.n_v && dt_bias.n == s.n_v && norm_w.n == s.d);
+  const int channels = s.conv_channels();
+  float* conv = scratch(static_cast<size_t>(step_.n_rows) * channels);
+  cuda::conv1d_silu(layer, mixed, conv_w.data, conv, channels, s.conv_kernel, step_, stream_);
+  cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, step_,
+                      stream_);
+}
+
+void CudaBackend::moe_ffn(const MoeWeights&, const float*, float*, int64_t, int64_t) {
+  fail("mixture-of-experts models are not supported on the CUDA backend yet; run them with --device cpu");
+}
+
+void CudaBackend::argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) {
+  const size_t mark = scratch_mark();
+  int32_t* dev = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
+  void* work = scratch(argmax_work_bytes(rows, n) / sizeof(float) + 1);
+  argmax_rows(logits, rows, n, dev, work, stream_);
+  to_host(out_host, dev, static_cast<size_t>(rows) * sizeof(int32_t));
+  scratch_release(mark);
+}
+
+}  // namespace cuda
+}  // namespace memra

@@ -1,0 +1,90 @@
+// CudaBackend: the Backend interface on one GPU. One stream; persistent allocations through
+// cudaMalloc; a bump scratch arena reset every step (same addresses each step of the same shape,
+// which is what lets a decode step be captured once as a CUDA graph and replayed).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/device_step.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/weight_layout.h"
+
+namespace memra::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend();
+  ~CudaBackend() override;
+  std::string name() const override;
+  bool is_cpu() const override { return false; }
+
+  void* alloc(size_t bytes) override;
+  void free(void* p) override;
+  const void* upload_weight(const void* host, size_t bytes) override;
+  void upload_matrix(WeightRef& w, const void* host) override;
+  void to_device(void* dst, const void* src, size_t bytes) override;
+  void to_host(void* dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void zero(void* dst, size_t bytes) override;
+  void synchronize() override;
+  float* scratch(size_t n_floats) override;
+  void reset_scratch() override;
+  size_t scratch_mark() const override { return arena_used_; }
+  void scratch_release(size_t mark) override { arena_used_ = mark; }
+  bool supports_moe() const override { return false; }
+  GgmlType kv_type() const override { return GgmlType::F16; }
+
+  void embed(const WeightRef& table, float* out) override;
+  void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
+  void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) override;
+  void matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) override;
+  void silu_mul(const float* gate, const float* up, float* out, int64_t n) override;
+  void gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) override;
+
+  void qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
+                    float eps) override;
+  void attention(int layer, const float* q, const float* k, const float* v, float* out, const AttnShape& s) override;
+  void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim, int64_t gate_row_stride,
+                        int gate_head_stride) override;
+
+  void conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) override;
+  void deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
+                const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w, float* y,
+                const GdnShape& s, float eps) override;
+  void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) override;
+
+  void argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) override;
+
+  cudaStream_t stream() const { return stream_; }
+  const DevWeight& dev_weight(const WeightRef& w) const;
+
+ protected:
+  void on_step(const StepPlan& plan) override;
+
+ private:
+  Q8Act quantize(const float* x, int64_t rows, int64_t cols);
+  const float* inv_freq(int n_rot, float theta);
+
+  cudaStream_t stream_ = nullptr;
+  std::string device_name_;
+  // weights: WeightRef.data -> device layout
+  std::unordered_map<const void*, DevWeight> weights_;
+  // scratch arena
+  uint8_t* arena_ = nullptr;
+  size_t arena_size_ = 0, arena_used_ = 0;
+  // step tables
+  DeviceStep step_;
+  uint8_t* step_dev_ = nullptr;
+  uint8_t* step_host_ = nullptr;  // pinned
+  size_t step_capacity_ = 0;
+  cudaEvent_t step_event_ = nullptr;
+  std::unordered_map<uint64_t, float*> inv_freq_;
+};
+
+}  // namespace memra::cuda

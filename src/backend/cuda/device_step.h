@@ -1,0 +1,30 @@
+// The device-side view of a StepPlan, uploaded once per step by CudaBackend::on_step (one copy
+// from a pinned staging buffer). Kernels read rows, positions and each sequence's cache pointers
+// from here, so a captured CUDA graph replays for any plan of the same shape.
+#pragma once
+
+#include <cstdint>
+
+namespace memra::cuda {
+
+struct DeviceStep {
+  int32_t n_rows = 0;
+  int32_t n_seqs = 0;
+  int32_t max_seq_rows = 0;  // largest n_rows of one sequence (1 in decode)
+  int32_t max_kv_len = 0;    // largest pos0 + n_rows (keys a query may see)
+  // per row
+  const int32_t* tokens = nullptr;
+  const int32_t* positions = nullptr;
+  const int32_t* row_seq = nullptr;   // sequence index of each row
+  // per sequence
+  const int32_t* seq_row0 = nullptr;
+  const int32_t* seq_n_rows = nullptr;
+  const int32_t* seq_pos0 = nullptr;
+  // per (layer, sequence): index layer * n_seqs + s. Null where the layer has no such cache.
+  void* const* kv_k = nullptr;   // f16 [capacity][n_head_kv * head_dim]
+  void* const* kv_v = nullptr;
+  float* const* conv = nullptr;  // [kernel-1][channels], oldest first
+  float* const* ssm = nullptr;   // [n_v][d_k][d_v]
+};
+
+}  // namespace memra::cuda

@@ -1,0 +1,361 @@
+// Gated DeltaNet on the GPU: the causal depthwise conv + SiLU with its rolling window, and the
+// fused core (l2norm, gates, delta rule, gated RMSNorm) over each sequence's rows in order.
+// MATH.md states the math; backend/cpu/cpu_deltanet.cpp is the reference.
+//
+// Exactness: one thread per (sequence, channel) for the conv, one block per (sequence, value
+// head) for the core. Every reduction runs inside its block in a fixed tree; nothing but the
+// grid size depends on how many sequences share the step, so a sequence's bits never do.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace memra::cuda {
+
+namespace {
+
+// ---------------------------------------------------------------- conv1d + SiLU ----
+
+constexpr int kConvThreads = 128;
+constexpr int kMaxConvKernel = 8;
+
+// Thread (ch, seq): the K-wide window of channel ch slides over the sequence's rows in
+// registers: win[0..K-2] is the history (state rows, oldest first), win[K-1] the new row. Each
+// thread reads x[row, ch] before it writes out[row, ch], so x == out is safe.
+template <int K>
+__global__ void __launch_bounds__(kConvThreads)
+    conv1d_silu_kernel(int layer, const float* x, const float* __restrict__ w, float* out, int channels,
+                       DeviceStep step) {
+  const int ch = static_cast<int>(blockIdx.x) * kConvThreads + static_cast<int>(threadIdx.x);
+  const int seq = static_cast<int>(blockIdx.y);
+  if (ch >= channels) return;
+  const int n = step.seq_n_rows[seq];
+  if (n == 0) return;
+  const int64_t row0 = step.seq_row0[seq];
+  float* state = step.conv[layer * step.n_seqs + seq];  // [K-1][channels]
+
+  float taps[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) taps[j] = w[static_cast<int64_t>(ch) * K + j];
+  float win[K];
+#pragma unroll
+  for (int j = 0; j < K - 1; ++j) win[j] = state[static_cast<int64_t>(j) * channels + ch];
+
+  for (int t = 0; t < n; ++t) {
+    const int64_t at = (row0 + t) * channels + ch;
+    win[K - 1] = x[at];
+    float acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < K; ++j) acc = fmaf(taps[j], win[j], acc);  // tap order, as the spec sums
+    out[at] = silu(acc);
+#pragma unroll
+    for (int j = 0; j < K - 1; ++j) win[j] = win[j + 1];
+  }
+  // The new state: the last K-1 rows of the window (state rows too when n < K-1).
+#pragma unroll
+  for (int j = 0; j < K - 1; ++j) state[static_cast<int64_t>(j) * channels + ch] = win[j];
+}
+
+template <int K>
+void launch_conv(int layer, const float* x, const float* w, float* out, int channels, const DeviceStep& step,
+                 cudaStream_t stream) {
+  const dim3 grid(div_up(channels, kConvThreads), static_cast<unsigned>(step.n_seqs));
+  conv1d_silu_kernel<K><<<grid, kConvThreads, 0, stream>>>(layer, x, w, out, channels, step);
+}
+
+// ------------------------------------------------------------------ delta rule ----
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarp;
+
+struct CoreArgs {
+  int layer;
+  const float* conv_out;  // rows x (2*n_k*d + n_v*d): q | k | v
+  const float* z;         // rows x n_v*d
+  const float* beta_raw;  // Separate: rows x n_v; GroupedBA: rows x 2*n_v (b and a)
+  const float* alpha_raw; // Separate: rows x n_v; unused for GroupedBA
+  const float* ssm_a;     // n_v
+  const float* dt_bias;   // n_v
+  const float* norm_w;    // d
+  float* y;               // rows x n_v*d
+  int n_k, n_v;
+  GdnHeadMap head_map;
+  GdnGateLayout gate_layout;
+  float eps;
+};
+
+// NV sums over the block in a fixed tree: warp butterflies, then the warp totals added in warp
+// order by every thread (so every thread holds the same bits). One barrier; the caller makes sure
+// no thread still reads `red` from a previous use (see the barrier notes in the kernel).
+template <int NV>
+__device__ __forceinline__ void block_sums(float (&v)[NV], float (*red)[NV]) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+#pragma unroll
+  for (int x = 0; x < NV; ++x) v[x] = warp_sum(v[x]);
+  if (lane == 0) {
+#pragma unroll
+    for (int x = 0; x < NV; ++x) red[warp][x] = v[x];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int x = 0; x < NV; ++x) {
+    float acc = red[0][x];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) acc = __fadd_rn(acc, red[w][x]);
+    v[x] = acc;
+  }
+}
+
+__device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+__device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {
+  return make_float4(fmaf(a, b.x, c.x), fmaf(a, b.y, c.y), fmaf(a, b.z, c.z), fmaf(a, b.w, c.w));
+}
+
+// One block per (value head h = blockIdx.x, sequence = blockIdx.y), kThreads threads.
+//
+// The head's state S (D x D, row i = key dim, column j = value dim, row-major) is processed in
+// NT column tiles of TW columns; each value column evolves independently under the delta rule,
+// so a tile is carried through all of the sequence's rows in registers before the next tile is
+// loaded. Thread tid owns the 4 consecutive columns 4*cg.. of the tile (cg = tid % CG, so a warp
+// reads whole 16-byte pieces of a row) and the RPT consecutive key rows rg*RPT.. (rg = tid / CG).
+// D = 128 is one tile of 128 columns: 64 state floats per thread, the state read and written
+// once per step.
+//
+// Per row, with S' = S * exp(g):
+//   a = S'^T k, b = S'^T q (one pass, one reduction), delta = beta * (v - a),
+//   S = S' + k delta^T, o = S^T q = b + delta * (k . q).
+// The last identity saves a second pass and barrier over the state; it is the same math as
+// o = S^T q after the update, rounded differently (float32 either way).
+//
+// Barriers per row: S1 (norm sums), S2 (q, k in shared), S3 (column partials), S4 (delta),
+// S5 (RMSNorm sum, one-tile case). Reuse of each shared buffer is ordered by them: red1 is read
+// between S1 and S2 and rewritten before the next S1; s_q/s_k are rewritten after the next S1,
+// when every thread has finished the state update of the previous row; red2 is written after
+// S2 and read before S4; s_delta is written between S3 and S4 and read after S4; red3 is read
+// after S5 and rewritten only after the next row's S1.
+template <int D, int TW>
+__global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(CoreArgs p, DeviceStep step) {
+  constexpr int NT = D / TW;          // column tiles
+  constexpr int CG = TW / 4;          // float4 column groups per tile
+  constexpr int RG = kThreads / CG;   // key-row groups
+  constexpr int RPT = D / RG;         // key rows per thread
+  static_assert(D % 32 == 0 && D <= kThreads && D % TW == 0, "head size");
+  static_assert(CG <= kWarp && kWarp % CG == 0 && RG * RPT == D, "tile shape");
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kWarp, warp = tid / kWarp;
+  const int cg = tid % CG, rg = tid / CG;
+  const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
+  const int n = step.seq_n_rows[seq];
+  if (n == 0) return;  // uniform per block
+  const int64_t row0 = step.seq_row0[seq];
+  float* const S_g = step.ssm[p.layer * step.n_seqs + seq] + static_cast<int64_t>(h) * D * D;
+
+  __shared__ __align__(16) float s_q[D];
+  __shared__ __align__(16) float s_k[D];
+  __shared__ __align__(16) float s_red2[kWarps][2][TW];
+  __shared__ __align__(16) float s_delta[TW];
+  __shared__ float s_red1[kWarps][3];
+  __shared__ float s_red3[kWarps][1];
+
+  const int r = p.n_v / p.n_k;
+  const int kh = p.head_map == GdnHeadMap::Tiled ? h % p.n_k : h / r;
+  const int64_t C = static_cast<int64_t>(2 * p.n_k + p.n_v) * D;
+  const int64_t Y = static_cast<int64_t>(p.n_v) * D;  // z and y row stride
+  const int64_t q_off = static_cast<int64_t>(kh) * D;
+  const int64_t k_off = static_cast<int64_t>(p.n_k + kh) * D;
+  const int64_t v_off = static_cast<int64_t>(2 * p.n_k + h) * D;
+  const float q_scale = 1.0f / sqrtf(static_cast<float>(D));
+  const float a_h = p.ssm_a[h], dtb_h = p.dt_bias[h];
+  const float nw = tid < D ? p.norm_w[tid] : 0.0f;  // thread tid < D normalizes column tid
+
+  for (int tile = 0; tile < NT; ++tile) {
+    const int col0 = tile * TW + cg * 4;  // the thread's first state column
+    float4 S[RPT];
+#pragma unroll
+    for (int m = 0; m < RPT; ++m)
+      S[m] = *reinterpret_cast<const float4*>(S_g + static_cast<int64_t>(rg * RPT + m) * D + col0);
+
+    for (int t = 0; t < n; ++t) {
+      const int64_t row = row0 + t;
+      const float* crow = p.conv_out + row * C;
+      float qx = 0.0f, kx = 0.0f, vj = 0.0f, zj = 0.0f;
+      if (tid < D) {
+        qx = crow[q_off + tid];
+        kx = crow[k_off + tid];
+        if constexpr (NT == 1) zj = p.z[row * Y + static_cast<int64_t>(h) * D + tid];
+      }
+      if (tid < TW) vj = crow[v_off + tile * TW + tid];
+      float b, a;
+      if (p.gate_layout == GdnGateLayout::Separate) {
+        b = p.beta_raw[row * p.n_v + h];
+        a = p.alpha_raw[row * p.n_v + h];
+      } else {
+        const float* ba = p.beta_raw + row * 2 * p.n_v + static_cast<int64_t>(h / r) * 2 * r;
+        b = ba[h % r];
+        a = ba[r + h % r];
+      }
+
+      // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q also scaled by 1/sqrt(D). k.q from the raw dot.
+      float sums[3] = {qx * qx, kx * kx, qx * kx};
+      block_sums<3>(sums, s_red1);  // S1
+      const float qn = __fdiv_rn(1.0f, sqrtf(sums[0] + 1e-6f)) * q_scale;
+      const float kn = __fdiv_rn(1.0f, sqrtf(sums[1] + 1e-6f));
+      const float kq = sums[2] * qn * kn;
+      if (tid < D) {
+        s_q[tid] = qx * qn;
+        s_k[tid] = kx * kn;
+      }
+      const float beta = sigmoid(b);
+      const float decay = expf(a_h * softplus(a + dtb_h));
+      __syncthreads();  // S2
+
+      float ki[RPT];
+      float4 pk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), pq = pk;
+#pragma unroll
+      for (int m = 0; m < RPT; ++m) {
+        const float qi = s_q[rg * RPT + m];
+        ki[m] = s_k[rg * RPT + m];
+        S[m] = make_float4(S[m].x * decay, S[m].y * decay, S[m].z * decay, S[m].w * decay);
+        pk = fma4(ki[m], S[m], pk);
+        pq = fma4(qi, S[m], pq);
+      }
+      // Row groups sharing a warp (CG < 32): butterfly over the lane bits above cg.
+#pragma unroll
+      for (int o = kWarp / 2; o >= CG; o >>= 1) {
+        pk.x = __fadd_rn(pk.x, __shfl_xor_sync(0xffffffffu, pk.x, o));
+        pk.y = __fadd_rn(pk.y, __shfl_xor_sync(0xffffffffu, pk.y, o));
+        pk.z = __fadd_rn(pk.z, __shfl_xor_sync(0xffffffffu, pk.z, o));
+        pk.w = __fadd_rn(pk.w, __shfl_xor_sync(0xffffffffu, pk.w, o));
+        pq.x = __fadd_rn(pq.x, __shfl_xor_sync(0xffffffffu, pq.x, o));
+        pq.y = __fadd_rn(pq.y, __shfl_xor_sync(0xffffffffu, pq.y, o));
+        pq.z = __fadd_rn(pq.z, __shfl_xor_sync(0xffffffffu, pq.z, o));
+        pq.w = __fadd_rn(pq.w, __shfl_xor_sync(0xffffffffu, pq.w, o));
+      }
+      if (lane < CG) {  // here lane == cg
+        *reinterpret_cast<float4*>(&s_red2[warp][0][cg * 4]) = pk;
+        *reinterpret_cast<float4*>(&s_red2[warp][1][cg * 4]) = pq;
+      }
+      __syncthreads();  // S3
+
+      // Thread tid < TW finishes tile column tid: warp partials in warp order.
+      float o = 0.0f;
+      if (tid < TW) {
+        float sk = s_red2[0][0][tid], sq = s_red2[0][1][tid];
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) {
+          sk = __fadd_rn(sk, s_red2[w][0][tid]);
+          sq = __fadd_rn(sq, s_red2[w][1][tid]);
+        }
+        const float delta = beta * (vj - sk);
+        s_delta[tid] = delta;
+        o = fmaf(delta, kq, sq);
+      }
+      __syncthreads();  // S4
+
+      const float4 dl = *reinterpret_cast<const float4*>(&s_delta[cg * 4]);
+#pragma unroll
+      for (int m = 0; m < RPT; ++m) {
+        S[m].x = fmaf(ki[m], dl.x, S[m].x);
+        S[m].y = fmaf(ki[m], dl.y, S[m].y);
+        S[m].z = fmaf(ki[m], dl.z, S[m].z);
+        S[m].w = fmaf(ki[m], dl.w, S[m].w);
+      }
+
+      if constexpr (NT == 1) {
+        // Gated RMSNorm over the head: threads tid >= D hold o = 0.
+        float ss[1] = {o * o};
+        block_sums<1>(ss, s_red3);  // S5
+        if (tid < D) {
+          const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
+          p.y[row * Y + static_cast<int64_t>(h) * D + tid] = o * inv * nw * silu(zj);
+        }
+      } else {
+        if (tid < TW) p.y[row * Y + static_cast<int64_t>(h) * D + tile * TW + tid] = o;  // raw o for now
+      }
+    }
+
+#pragma unroll
+    for (int m = 0; m < RPT; ++m)
+      *reinterpret_cast<float4*>(S_g + static_cast<int64_t>(rg * RPT + m) * D + col0) = S[m];
+  }
+
+  if constexpr (NT > 1) {
+    // Several tiles: the raw o of every column is in y (written by this block); normalize now.
+    __syncthreads();
+    for (int t = 0; t < n; ++t) {
+      const int64_t at = (row0 + t) * Y + static_cast<int64_t>(h) * D + tid;
+      float o = 0.0f, zj = 0.0f;
+      if (tid < D) {
+        o = p.y[at];
+        zj = p.z[at];
+      }
+      float ss[1] = {o * o};
+      block_sums<1>(ss, s_red3);
+      if (tid < D) {
+        const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
+        p.y[at] = o * inv * nw * silu(zj);
+      }
+      __syncthreads();  // s_red3 is rewritten by the next row
+    }
+  }
+}
+
+// Column tile per head size: the widest of 128/64/32 that divides D and keeps the state slice at
+// most 64 floats per thread (D * TW / kThreads).
+template <int D>
+constexpr int tile_width() {
+  if (D % 128 == 0 && D * 128 / kThreads <= 64) return 128;
+  if (D % 64 == 0 && D * 64 / kThreads <= 64) return 64;
+  return 32;
+}
+
+template <int D>
+void launch_core(const CoreArgs& args, const DeviceStep& step, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(args.n_v), static_cast<unsigned>(step.n_seqs));
+  deltanet_kernel<D, tile_width<D>()><<<grid, kThreads, 0, stream>>>(args, step);
+}
+
+}  // namespace
+
+void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
+                 const DeviceStep& step, cudaStream_t stream) {
+  MEMRA_ASSERT(kernel >= 1 && kernel <= kMaxConvKernel, "conv kernel out of range");
+  MEMRA_ASSERT(channels > 0 && layer >= 0 && step.n_seqs >= 0 && step.n_seqs <= 65535);
+  if (step.n_seqs == 0) return;
+  switch (kernel) {
+    case 1: launch_conv<1>(layer, x, w, out, channels, step, stream); break;
+    case 2: launch_conv<2>(layer, x, w, out, channels, step, stream); break;
+    case 3: launch_conv<3>(layer, x, w, out, channels, step, stream); break;
+    case 4: launch_conv<4>(layer, x, w, out, channels, step, stream); break;
+    case 5: launch_conv<5>(layer, x, w, out, channels, step, stream); break;
+    case 6: launch_conv<6>(layer, x, w, out, channels, step, stream); break;
+    case 7: launch_conv<7>(layer, x, w, out, channels, step, stream); break;
+    default: launch_conv<8>(layer, x, w, out, channels, step, stream); break;
+  }
+  CUDA_LAUNCH_CHECK();
+}
+
+void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
+                   const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
+                   float eps, const DeviceStep& step, cudaStream_t stream) {
+  MEMRA_ASSERT(s.n_k > 0 && s.n_v > 0 && s.n_v % s.n_k == 0, "value heads must be a multiple of key heads");
+  MEMRA_ASSERT(s.d >= 32 && s.d <= 256 && s.d % 32 == 0, "GDN head size must be a multiple of 32 up to 256");
+  MEMRA_ASSERT(layer >= 0 && step.n_seqs >= 0 && step.n_seqs <= 65535);
+  MEMRA_ASSERT(s.gate_layout == GdnGateLayout::GroupedBA || alpha_raw != nullptr);
+  if (step.n_seqs == 0) return;
+  const CoreArgs args{layer, conv_out, z, beta_raw, alpha_raw, ssm_a, dt_bias, norm_w, y,
+                      s.n_k, s.n_v, s.head_map, s.gate_layout, eps};
+  switch (s.d) {
+    case 32: launch_core<32>(args, step, stream); break;
+    case 64: launch_core<64>(args, step, stream); break;
+    case 96: launch_core<96>(args, step, stream); break;
+    case 128: launch_core<128>(args, step, stream); break;
+    case 160: launch_core<160>(args, step, stream); break;
+    case 192: launch_core<192>(args, step, stream); break;
+    case 224: launch_core<224>(args, step, stream); break;
+    default: launch_core<256>(args, step, stream); break;
+  }
+  CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace memra::cuda

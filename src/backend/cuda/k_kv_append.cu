@@ -1,0 +1,47 @@
+// KV append: row r of k and v (f32, n_rows x kv_dim) goes to position positions[r] of its
+// sequence's f16 caches (row = position, kv_dim halves per row), rounded to nearest even.
+// One launch for every row of the step: block (row, k|v).
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace memra::cuda {
+namespace {
+
+constexpr int kAppendThreads = 256;
+
+__global__ void __launch_bounds__(kAppendThreads)
+    kv_append_kernel(int layer, const float* __restrict__ k, const float* __restrict__ v, const DeviceStep step,
+                     int kv_dim) {
+  const int64_t r = blockIdx.x;
+  const bool is_v = blockIdx.y != 0;
+  const int32_t seq = step.row_seq[r];
+  const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + seq;
+  __half* dst = static_cast<__half*>(is_v ? step.kv_v[slot] : step.kv_k[slot]) +
+                static_cast<int64_t>(step.positions[r]) * kv_dim;
+  const float* src = (is_v ? v : k) + r * kv_dim;
+  if (kv_dim % 2 == 0) {
+    // Pairs: 8-byte loads, 4-byte stores (rows of an even width keep both aligned).
+    const float2* s2 = reinterpret_cast<const float2*>(src);
+    __half2* d2 = reinterpret_cast<__half2*>(dst);
+    for (int i = threadIdx.x; i < kv_dim / 2; i += kAppendThreads) {
+      const float2 x = s2[i];
+      d2[i] = __halves2half2(__float2half_rn(x.x), __float2half_rn(x.y));
+    }
+  } else {
+    for (int i = threadIdx.x; i < kv_dim; i += kAppendThreads) dst[i] = __float2half_rn(src[i]);
+  }
+}
+
+}  // namespace
+
+void kv_append(int layer, const float* k, const float* v, const DeviceStep& step, int64_t n_rows, int kv_dim,
+               cudaStream_t stream) {
+  MEMRA_ASSERT(layer >= 0 && n_rows >= 0 && kv_dim > 0);
+  MEMRA_ASSERT(n_rows <= step.n_rows);
+  MEMRA_ASSERT(reinterpret_cast<uintptr_t>(k) % 8 == 0 && reinterpret_cast<uintptr_t>(v) % 8 == 0);
+  if (n_rows == 0) return;
+  kv_append_kernel<<<dim3(static_cast<unsigned>(n_rows), 2), kAppendThreads, 0, stream>>>(layer, k, v, step, kv_dim);
+  CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace memra::cuda

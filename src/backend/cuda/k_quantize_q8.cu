@@ -1,0 +1,35 @@
+// Activation quantization for the quantized matmuls: per 32-element block, d = max|x| / 127,
+// q = round(x / d), s = sum(q). One warp per block; a row's blocks never depend on other rows.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace memra::cuda {
+
+__global__ void quantize_q8_kernel(const float* __restrict__ x, int8_t* __restrict__ q, float* __restrict__ d,
+                                   int32_t* __restrict__ s, int64_t n_blocks) {
+  const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (blk >= n_blocks) return;
+  const float v = x[blk * 32 + lane];
+  const float amax = warp_max(fabsf(v));
+  const float scale = __fdiv_rn(amax, 127.0f);
+  int qi = 0;
+  if (scale > 0.0f) qi = max(-127, min(127, __float2int_rn(__fdiv_rn(v, scale))));
+  q[blk * 32 + lane] = static_cast<int8_t>(qi);
+  const int sum = __reduce_add_sync(0xffffffffu, qi);
+  if (lane == 0) {
+    d[blk] = scale;
+    s[blk] = sum;
+  }
+}
+
+void quantize_q8(const float* x, const Q8Act& out, cudaStream_t stream) {
+  MEMRA_ASSERT(out.cols % 32 == 0 && out.rows >= 0);
+  const int64_t n_blocks = out.rows * out.cols / 32;
+  if (n_blocks == 0) return;
+  constexpr int threads = 256;
+  quantize_q8_kernel<<<div_up(n_blocks * kWarp, threads), threads, 0, stream>>>(x, out.q, out.d, out.s, n_blocks);
+  CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace memra::cuda

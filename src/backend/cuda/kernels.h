@@ -1,0 +1,71 @@
+// Launchers of the CUDA kernels, one op per file (k_<op>.cu: kernel, then launcher, then the
+// launch check). All take device pointers and run on `stream`; shapes are asserted on entry.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/cuda/device_step.h"
+
+namespace memra::cuda {
+
+// ---- activations in the 8-bit form the quantized matmuls consume ----
+// Per 32-element block of a row: int8 q[32], float d (scale), int32 s (sum of q). x = d * q.
+struct Q8Act {
+  int8_t* q = nullptr;    // rows x cols
+  float* d = nullptr;     // rows x cols/32
+  int32_t* s = nullptr;   // rows x cols/32
+  int64_t rows = 0, cols = 0;
+};
+// cols must be a multiple of 32.
+void quantize_q8(const float* x, const Q8Act& out, cudaStream_t stream);
+
+// ---- matmul ----
+// Device layout of a weight (weight_layout.h) is the backend's repacked form.
+struct DevWeight;
+// out[r, j] (+)= x[r, :] . W[mat][j, :] for r < rows, in the canonical reduction order
+// (matmul_order.h), so a row's result never depends on `rows`.
+void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
+               cudaStream_t stream);
+void matmul_f(const DevWeight& w, int64_t mat, const float* x, int64_t rows, float* out, int64_t out_stride,
+              bool accumulate, cudaStream_t stream);
+
+// ---- row-wise ----
+void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, float* out, cudaStream_t stream);
+void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps, cudaStream_t stream);
+void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim, int64_t gate_row_stride,
+                      int gate_head_stride, cudaStream_t stream);
+void gather_rows(const float* x, const int32_t* src_rows_dev, int64_t n, int64_t cols, float* out, cudaStream_t stream);
+
+// ---- full attention ----
+// inv_freq: n_rot/2 floats (theta^(-2i/n_rot), computed on the host in double, rounded once).
+void qk_norm_rope(float* q, float* k, const float* q_norm, const float* k_norm, const float* inv_freq,
+                  const DeviceStep& step, int64_t n_rows, const AttnShape& s, float eps, cudaStream_t stream);
+// Writes k, v (f32 rows) into each sequence's f16 cache of `layer` at the rows' positions.
+void kv_append(int layer, const float* k, const float* v, const DeviceStep& step, int64_t n_rows, int kv_dim,
+               cudaStream_t stream);
+// Causal attention of q over each sequence's cache (positions 0..pos of the row). out: rows x
+// n_head*head_dim. Keys of a sequence are split by a rule of that sequence's length only.
+// `work` is scratch of attention_work_floats() floats.
+int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows, const AttnShape& s);
+void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, float* out,
+               float* work, cudaStream_t stream);
+
+// ---- Gated DeltaNet ----
+void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
+                 const DeviceStep& step, cudaStream_t stream);
+// l2norm(q,k), gates, delta rule over each sequence's rows (in order), then the gated RMSNorm
+// with z: y rows x n_v*d. Updates each sequence's state.
+void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
+                   const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
+                   float eps, const DeviceStep& step, cudaStream_t stream);
+
+// ---- sampling ----
+// out[r] = argmax of row r (lowest id on ties; NaN never wins). `work`: argmax_work_bytes().
+size_t argmax_work_bytes(int64_t rows, int64_t n);
+void argmax_rows(const float* logits, int64_t rows, int64_t n, int32_t* out, void* work, cudaStream_t stream);
+
+}  // namespace memra::cuda

@@ -1,0 +1,84 @@
+// Helpers for the GPU differential tests (CUDA op vs CPU op on the same inputs). Without a
+// usable GPU every Gpu* test reports SKIPPED, never passed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#ifdef MEMRA_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace memra::test {
+
+// The CUDA backend, or nullptr when this build or machine has none.
+inline std::unique_ptr<Backend> make_gpu_backend() {
+#ifdef MEMRA_HAVE_CUDA
+  if (cuda_device_available()) return make_cuda_backend();
+#endif
+  return nullptr;
+}
+
+#define MEMRA_GPU_OR_SKIP(var)                                                   \
+  auto var = ::memra::test::make_gpu_backend();                                  \
+  if (!var) GTEST_SKIP() << "no usable CUDA GPU in this build or on this machine"
+
+inline std::vector<float> random_floats(size_t n, float lo, float hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline std::vector<float> normal_floats(size_t n, float stddev, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, stddev);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// ||a - b|| / ||b|| over all elements; infinity if a has a non-finite value.
+inline double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    double d = static_cast<double>(a[i]) - b[i];
+    num += d * d;
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// A float buffer in a backend's memory, filled from / read back to host vectors.
+class DevFloats {
+ public:
+  DevFloats(Backend& be, size_t n) : be_(be), n_(n), p_(static_cast<float*>(be.alloc(n * sizeof(float)))) {}
+  DevFloats(Backend& be, const std::vector<float>& host) : DevFloats(be, host.size()) { upload(host); }
+  ~DevFloats() { be_.free(p_); }
+  DevFloats(const DevFloats&) = delete;
+  DevFloats& operator=(const DevFloats&) = delete;
+  void upload(const std::vector<float>& host) { be_.to_device(p_, host.data(), host.size() * sizeof(float)); }
+  std::vector<float> download() const {
+    std::vector<float> h(n_);
+    be_.synchronize();
+    be_.to_host(h.data(), p_, n_ * sizeof(float));
+    return h;
+  }
+  float* get() const { return p_; }
+  VecRef vec() const { return VecRef{p_, static_cast<int64_t>(n_)}; }
+
+ private:
+  Backend& be_;
+  size_t n_;
+  float* p_;
+};
+
+}  // namespace memra::test
