@@ -144,7 +144,7 @@ void apply_logit_adjustments(std::span<float> logits, const SamplingParams& p,
         fail("sampling: history token id {} is outside the vocabulary (n_vocab = {})", id, n);
       float& l = logits[static_cast<size_t>(id)];
       l = l > 0.0f ? det::div_rn(l, p.repetition_penalty) : det::mul_rn(l, p.repetition_penalty);
-      const float count = static_cast<float>(j - i);  // exact: window < 2^24 in practice, rounded otherwise
+      const float count = static_cast<float>(j - i);  // round to nearest; exact below 2^24
       l = det::sub_rn(l, det::add_rn(det::mul_rn(count, p.frequency_penalty), p.presence_penalty));
       i = j;
     }
