@@ -45,7 +45,9 @@ TEST(QuantFloat, F16ExhaustiveRoundTripAndOrder) {
       ASSERT_EQ(f32_to_f16(f), h) << std::hex << h;
     }
     // Positive finite codes are strictly increasing in value.
-    if (h > 0 && h < 0x7C00) ASSERT_LT(f16_to_f32(static_cast<uint16_t>(h - 1)), f) << std::hex << h;
+    if (h > 0 && h < 0x7C00) {
+      ASSERT_LT(f16_to_f32(static_cast<uint16_t>(h - 1)), f) << std::hex << h;
+    }
   }
 }
 
