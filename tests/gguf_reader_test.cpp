@@ -86,6 +86,7 @@ TEST(GgufReader, Qwen35TinyTensors) {
 
   // gguf-py reports the data section at byte 31680; compare tensor bytes against a plain read.
   const size_t data_offset = 31680;
+  EXPECT_EQ(f->data_offset(), data_offset);
   EXPECT_EQ(f->data_section(), f->tensor_data(*out));
   auto bytes = read_all(path);
   ASSERT_EQ(bytes.size(), f->file_size());
@@ -118,6 +119,7 @@ TEST(GgufReader, Qwen3VocabOnlyFile) {
   EXPECT_EQ(f->get_string("general.architecture"), "qwen3");
   // No tensors and no padding after the tensor table: the data section is the end of the file.
   EXPECT_EQ(f->data_section(), f->tensor_data(TensorInfo{}));
+  EXPECT_EQ(f->data_offset(), f->file_size());
 }
 
 TEST(GgufReader, AllFixturesLoad) {

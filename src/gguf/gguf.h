@@ -103,6 +103,9 @@ class File {
   const TensorInfo* find_tensor(std::string_view name) const;
   const uint8_t* tensor_data(const TensorInfo& t) const { return data_ + t.offset; }
   const uint8_t* data_section() const { return data_; }
+  // Byte offset of the data section in the file (the file size for a file without tensors
+  // that omits the final padding).
+  uint64_t data_offset() const { return static_cast<uint64_t>(data_ - base_); }
 
  private:
   File() = default;

@@ -165,7 +165,7 @@ void read_array(Cursor& c, std::string_view key, Value& out) {
   const uint64_t min_elem = et == ValueType::STRING ? 8 : scalar_size(et);
   if (count > c.left() / min_elem)
     c.fail_at(count_at, fmt::format("metadata key '{}' claims {} {} elements, but each needs at least {} bytes "
-                                    "and only {} bytes are left in the file",
+                                    "and only {} bytes are left in the file; the file is truncated or corrupt",
                                     printable(key), count, value_type_name(et), min_elem, c.left()));
   out.elem_type = et;
   out.count = count;
