@@ -1,6 +1,9 @@
 // OpenAI-style request -> template variables -> prompt (see chat_template.h).
 #include "chat/chat_template.h"
 
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -10,6 +13,22 @@ namespace memra::chat {
 using ojson = nlohmann::ordered_json;
 
 namespace {
+
+// Requests nested deeper than this are refused before anything copies them (copying and
+// converting JSON recurse once per level).
+constexpr size_t kMaxRequestNesting = 128;
+
+bool nested_deeper_than(const ojson& j, size_t limit) {
+  std::vector<std::pair<const ojson*, size_t>> stack{{&j, 1}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (depth > limit) return true;
+    if (node->is_structured())
+      for (const ojson& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
 
 std::string content_text(const ojson& content, size_t msg_index) {
   if (content.is_null()) return "";
@@ -65,6 +84,8 @@ ojson normalise_message(const ojson& m, size_t i) {
 
 ojson chat_template_variables(const ojson& request, const ChatTemplateOptions& options) {
   if (!request.is_object()) fail("the chat request must be a JSON object, got {}", request.type_name());
+  if (nested_deeper_than(request, kMaxRequestNesting))
+    fail("the chat request is nested more than {} levels deep", kMaxRequestNesting);
   if (!request.contains("messages") || !request["messages"].is_array())
     fail("request.messages must be a list of messages");
   const ojson& msgs = request["messages"];

@@ -37,6 +37,7 @@ class TemplateError : public Error {
 
 struct Limits {
   size_t max_output_bytes = size_t(16) << 20;  // the rendered text, and any single string value
+  size_t max_list_items = size_t(1) << 20;     // any single list (range(), repetition, concatenation)
   uint64_t max_work = 50'000'000;              // abstract steps; about a second of CPU time
   int max_call_depth = 64;                     // nested macro calls
 };

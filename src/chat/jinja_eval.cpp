@@ -90,9 +90,7 @@ void Interp::check_string_size(size_t bytes) const {
 }
 
 void Interp::check_list_size(size_t items) const {
-  // Containers are bounded by the same budget as text: at most one element per output byte.
-  if (items > limits_.max_output_bytes / 16)
-    fail(fmt::format("a list would grow past {} elements", limits_.max_output_bytes / 16));
+  if (items > limits_.max_list_items) fail(fmt::format("a list would grow past {} elements", limits_.max_list_items));
 }
 
 void Interp::write(std::string_view s) {
@@ -717,10 +715,11 @@ Value Interp::eval_binary(const std::string& op, const Value& a, const Value& b)
     if ((seq->is_string() || seq->is_list()) && (cnt->kind() == Value::Kind::Int || cnt->kind() == Value::Kind::Bool)) {
       int64_t n = std::max<int64_t>(0, cnt->as_int());
       size_t unit = seq->is_string() ? seq->as_str().size() : seq->as_list().items.size();
-      if (unit != 0 && uint64_t(n) > uint64_t(limits_.max_output_bytes) / unit) {
-        if (seq->is_string()) check_string_size(limits_.max_output_bytes + 1);
-        else check_list_size(limits_.max_output_bytes);
-      }
+      // Checked before multiplying, so that the product cannot overflow.
+      if (seq->is_string() && unit != 0 && uint64_t(n) > limits_.max_output_bytes / unit)
+        check_string_size(limits_.max_output_bytes + 1);
+      if (!seq->is_string() && unit != 0 && uint64_t(n) > limits_.max_list_items / unit)
+        check_list_size(limits_.max_list_items + 1);
       size_t total = unit * size_t(n);
       if (seq->is_string()) {
         check_string_size(total);
@@ -816,11 +815,15 @@ Template& Template::operator=(Template&&) noexcept = default;
 
 std::string Template::render(const nlohmann::ordered_json& vars, const Limits& limits) const {
   if (!vars.is_object()) throw TemplateError("chat template variables must be a JSON object");
+  std::vector<std::pair<std::string, Value>> root;
+  try {
+    for (auto it = vars.begin(); it != vars.end(); ++it) root.emplace_back(it.key(), from_json(it.value()));
+  } catch (const EvalFailure& f) {
+    throw TemplateError(fmt::format("chat template variables: {}", f.message));
+  }
   Interp in(limits);
   std::string out;
   try {
-    std::vector<std::pair<std::string, Value>> root;
-    for (auto it = vars.begin(); it != vars.end(); ++it) root.emplace_back(it.key(), from_json(it.value()));
     in.run(program_->body, std::move(root), out);
   } catch (const EvalFailure& f) {
     throw TemplateError(fmt::format("chat template error at line {}: {}", in.line(), f.message));

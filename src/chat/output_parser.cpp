@@ -281,13 +281,15 @@ bool StreamingOutputParser::parse_call(std::string_view body, ToolCall& call) co
     ojson j = ojson::parse(b, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty())
       return false;
-    ojson args = j.contains("arguments") ? j["arguments"] : j.contains("parameters") ? j["parameters"] : ojson::object();
-    if (args.is_null()) args = ojson::object();
-    if (args.is_string()) {
+    // By reference: model output may nest deeply, and copying JSON recurses per level.
+    static const ojson kEmpty = ojson::object();
+    const ojson* args = j.contains("arguments") ? &j["arguments"] : j.contains("parameters") ? &j["parameters"] : &kEmpty;
+    if (args->is_null()) args = &kEmpty;
+    if (args->is_string()) {
       // Arguments already encoded as a string: accepted when it holds a JSON object.
-      if (!ojson::parse(args.get<std::string>(), nullptr, false).is_object()) return false;
-      call.arguments = args.get<std::string>();
-    } else if (!args.is_object() || !dumps(args, call.arguments)) {
+      if (!ojson::parse(args->get<std::string>(), nullptr, false).is_object()) return false;
+      call.arguments = args->get<std::string>();
+    } else if (!args->is_object() || !dumps(*args, call.arguments)) {
       return false;
     }
     call.name = j["name"].get<std::string>();
