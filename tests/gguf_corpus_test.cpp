@@ -316,14 +316,21 @@ TEST(GgufCorpusCrafted, ArrayCount2Pow62) {
 TEST(GgufCorpusCrafted, TensorAndKeyCounts2Pow60) {
   FileSpec s = test::small_valid_spec();
   s.tensor_count = uint64_t{1} << 60;
-  expect_rejected(s, "tensor count 1152921504606846976 is impossible");
+  expect_rejected(s, "tensor count 1152921504606846976 is absurd");
   s = test::small_valid_spec();
   s.kv_count = uint64_t{1} << 60;
-  expect_rejected(s, "metadata key count 1152921504606846976 is impossible");
+  expect_rejected(s, "metadata key count 1152921504606846976 is absurd");
   s = test::small_valid_spec();
   s.kv_count = ~uint64_t{0};
   s.tensor_count = ~uint64_t{0};
-  expect_rejected(s, "is impossible");
+  expect_rejected(s, "is absurd");
+  // Plausible counts the bytes cannot hold are refused before anything is reserved.
+  s = test::small_valid_spec();
+  s.tensor_count = 1000;
+  expect_rejected(s, "tensor count 1000 is impossible");
+  s = test::small_valid_spec();
+  s.kv_count = 100000;
+  expect_rejected(s, "metadata key count 100000 is impossible");
   // Counts that each fit the bytes but not together, or one more than the file holds.
   s = test::small_valid_spec();
   s.kv_count = s.kvs.size() + 1;

@@ -26,6 +26,12 @@ inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 20;  // 1 MiB; real fil
 inline constexpr uint64_t kDefaultAlignment = 32;
 inline constexpr uint32_t kMaxDims = 4;                 // ggml's GGML_MAX_DIMS
 inline constexpr uint64_t kNoIndex = ~uint64_t{0};
+// Real models carry tens of keys and at most a few thousand tensors. A parsed entry costs far
+// more memory than its smallest encoding (~150 bytes for a 14-byte kv), so counts beyond these
+// are refused outright and reservations are capped until entries actually parse.
+inline constexpr uint64_t kMaxKeys = uint64_t{1} << 20;
+inline constexpr uint64_t kMaxTensors = uint64_t{1} << 20;
+inline constexpr uint64_t kMaxReserve = 4096;
 
 // Smallest encodings, used to reject counts the remaining bytes cannot possibly hold before
 // anything is reserved: a kv is key length (8) + >= 1 key byte + type (4) + >= 1 value byte;

@@ -136,6 +136,12 @@ void File::parse() {
   const size_t counts_at = c.pos();
   const uint64_t n_tensors = c.u64(What{"tensor count"});
   const uint64_t n_kv = c.u64(What{"metadata key count"});
+  if (n_kv > detail::kMaxKeys)
+    c.fail_at(counts_at + 8, fmt::format("metadata key count {} is absurd (at most {} supported)", n_kv,
+                                         detail::kMaxKeys));
+  if (n_tensors > detail::kMaxTensors)
+    c.fail_at(counts_at, fmt::format("tensor count {} is absurd (at most {} supported)", n_tensors,
+                                     detail::kMaxTensors));
   // Reject counts the rest of the file cannot hold before reserving anything.
   if (n_kv > c.left() / detail::kMinKvBytes)
     c.fail_at(counts_at + 8, fmt::format("metadata key count {} is impossible: each entry needs at least {} bytes "
@@ -151,7 +157,7 @@ void File::parse() {
                                      n_kv, n_tensors, c.left()));
 
   // ---- metadata ----
-  kv_.reserve(n_kv);
+  kv_.reserve(std::min(n_kv, detail::kMaxReserve));
   size_t alignment_at = 0;
   for (uint64_t k = 0; k < n_kv; ++k) {
     const size_t key_at = c.pos();
@@ -175,9 +181,9 @@ void File::parse() {
     c.fail_at(counts_at, fmt::format("tensor count {} is impossible: each tensor entry needs at least {} bytes and "
                                      "only {} bytes follow the metadata",
                                      n_tensors, detail::kMinTensorInfoBytes, c.left()));
-  tensors_.reserve(n_tensors);
+  tensors_.reserve(std::min(n_tensors, detail::kMaxReserve));
   std::vector<size_t> info_at;  // byte offset of each tensor entry, for error messages
-  info_at.reserve(n_tensors);
+  info_at.reserve(std::min(n_tensors, detail::kMaxReserve));
   for (uint64_t t = 0; t < n_tensors; ++t) {
     const size_t at = c.pos();
     info_at.push_back(at);
