@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -10,8 +11,11 @@ namespace memra::test {
 
 // Path of a file in ../shared/fixtures. A missing fixture is a test failure with a clear
 // message, never a silent skip.
+// MEMRA_FIXTURES_DIR in the environment overrides the build-time path (the GPU machine gets a
+// copy of the fixtures inside the checkout).
 inline std::string fixture(const std::string& name) {
-  std::filesystem::path p = std::filesystem::path(MEMRA_FIXTURES_DIR) / name;
+  const char* env = std::getenv("MEMRA_FIXTURES_DIR");
+  std::filesystem::path p = std::filesystem::path(env && *env ? env : MEMRA_FIXTURES_DIR) / name;
   if (!std::filesystem::exists(p)) {
     ADD_FAILURE() << "fixture not found: " << p.string()
                   << " (tests expect the shared fixtures at ../shared/fixtures next to the checkout)";

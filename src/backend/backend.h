@@ -112,10 +112,23 @@ class Backend {
   virtual void reset_scratch() = 0;
   virtual size_t scratch_mark() const = 0;
   virtual void scratch_release(size_t mark) = 0;
+  // Streaming-read bandwidth of this device in bytes/s, measured with a read-only kernel (the
+  // denominator of the bandwidth floor); 0 where not meaningful (CPU).
+  virtual double measure_read_bandwidth() { return 0.0; }
   // Whether moe_ffn is implemented (the CUDA backend does not have it yet).
   virtual bool supports_moe() const { return true; }
   // KV cache element type this backend stores (F32 on the CPU, F16 on CUDA by default).
   virtual GgmlType kv_type() const = 0;
+
+  // ---- graphs ----
+  // A step whose launches depend only on `key` may be recorded once and replayed. graph_begin
+  // returns true when a recorded step was launched (the caller skips its ops); otherwise the
+  // caller issues its ops and then calls graph_end(). Backends without graphs do nothing.
+  virtual bool graph_begin(uint64_t key) {
+    (void)key;
+    return false;
+  }
+  virtual void graph_end() {}
 
   // ---- step ----
   void set_step(const StepPlan& plan) {

@@ -138,6 +138,21 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
 
   be.reset_scratch();
   be.set_step(plan);
+  // Decode steps (one row per sequence, logits for every row) launch the same work for the same
+  // batch size and attention key range: they can be recorded once and replayed.
+  bool graphable = static_cast<int64_t>(logit_rows.size()) == rows && static_cast<int64_t>(plan.seqs.size()) == rows;
+  for (int64_t i = 0; graphable && i < rows; ++i) graphable = logit_rows[i] == i;
+  int32_t max_kv = 0;
+  for (const StepSeq& s : plan.seqs) max_kv = std::max(max_kv, s.pos0 + s.n_rows);
+  const uint64_t graph_key = (static_cast<uint64_t>(rows) << 32) | static_cast<uint64_t>((max_kv + 255) / 256);
+  bool recording = false;
+  if (graphable) {
+    auto it = graph_logits_.find(graph_key);
+    if (it != graph_logits_.end()) {  // seen before: replay it, or record it now
+      if (be.graph_begin(graph_key)) return it->second;
+      recording = true;
+    }
+  }
   float* x = be.scratch(rows * c.n_embd);
   float* xn = be.scratch(rows * c.n_embd);
   be.embed(token_embd_, x);
@@ -165,6 +180,14 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
     head_in = g;
   }
   be.matmul(output_, head_in, logits, n_out);
+  if (graphable) {
+    // The first step of a shape runs eagerly (lazy allocations happen there); the next is recorded.
+    if (recording) {
+      MEMRA_ASSERT(graph_logits_[graph_key] == logits, "scratch layout changed between steps of one shape");
+      be.graph_end();
+    }
+    graph_logits_[graph_key] = logits;
+  }
   return logits;
 }
 

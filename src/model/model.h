@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -79,6 +80,7 @@ class Model {
   friend class TensorBinder;
   Backend* backend_ = nullptr;
   std::vector<void*> owned_;  // backend allocations made for converted vectors
+  std::unordered_map<uint64_t, const float*> graph_logits_;  // logits buffer of each recorded step
   uint64_t total_weight_bytes_ = 0;
 
   // Each block adds its output projection into the residual stream x.

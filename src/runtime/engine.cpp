@@ -117,22 +117,34 @@ void Engine::prefill(SequenceCache& seq, std::span<const int32_t> tokens, std::v
   backend_->synchronize();
 }
 
-void Engine::decode(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<float>& logits) {
+const float* Engine::decode_forward(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens) {
   MEMRA_ASSERT(seqs.size() == tokens.size() && !seqs.empty(), "decode: {} sequences, {} tokens", seqs.size(),
                tokens.size());
-  const int32_t n_vocab = config().n_vocab;
-  StepPlan plan;
-  std::vector<int32_t> rows;
+  StepPlan& plan = decode_plan_;
+  plan = StepPlan{};
+  decode_rows_.clear();
   for (size_t b = 0; b < seqs.size(); ++b) {
     for (size_t o = 0; o < b; ++o) MEMRA_ASSERT(seqs[o] != seqs[b], "sequence appears twice in one step");
     seqs[b]->reserve(seqs[b]->pos() + 1);
     plan.add(seqs[b], &tokens[b], 1, seqs[b]->pos());
-    rows.push_back(static_cast<int32_t>(b));
+    decode_rows_.push_back(static_cast<int32_t>(b));
   }
-  const float* out = model_->forward(plan, rows);
-  logits.resize(seqs.size() * static_cast<size_t>(n_vocab));
-  backend_->to_host(logits.data(), out, logits.size() * sizeof(float));
+  const float* out = model_->forward(plan, decode_rows_);
   for (SequenceCache* s : seqs) s->advance(1);
+  return out;
+}
+
+void Engine::decode(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<float>& logits) {
+  const float* out = decode_forward(seqs, tokens);
+  logits.resize(seqs.size() * static_cast<size_t>(config().n_vocab));
+  backend_->to_host(logits.data(), out, logits.size() * sizeof(float));
+}
+
+void Engine::decode_greedy(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens,
+                           std::vector<int32_t>& next) {
+  const float* out = decode_forward(seqs, tokens);
+  next.resize(seqs.size());
+  backend_->argmax(out, static_cast<int64_t>(seqs.size()), config().n_vocab, next.data());
 }
 
 }  // namespace memra

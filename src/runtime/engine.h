@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "model/model.h"
 #include "runtime/sequence_cache.h"
+#include "runtime/step_plan.h"
 
 namespace memra::gguf { class File; }
 
@@ -55,16 +56,22 @@ class Engine {
                std::vector<float>* all_logits = nullptr);
   // One decode step: token b goes to seqs[b]. logits receives B x n_vocab.
   void decode(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<float>& logits);
+  // Greedy decode step with lean logits: the argmax runs on the backend and only the B token ids
+  // come back (next[b] is seqs[b]'s next token).
+  void decode_greedy(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<int32_t>& next);
 
  private:
   Engine() = default;
   void init(const EngineOptions& opts);
+  const float* decode_forward(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens);
   std::unique_ptr<gguf::File> file_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   int32_t ctx_ = 0;
   int32_t prefill_chunk_ = 512;
+  StepPlan decode_plan_;  // reused each step (the backend may keep pointers into it until the next)
+  std::vector<int32_t> decode_rows_;
 };
 
 }  // namespace memra

@@ -56,10 +56,12 @@ CudaBackend::CudaBackend() {
   if (cudaMalloc(&p, arena_size_) != cudaSuccess)
     fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
   arena_ = static_cast<uint8_t*>(p);
+  graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
+  drop_graphs();
   for (auto& [ptr, w] : weights_) cudaFree(const_cast<uint8_t*>(w.data));
   for (auto& [k, p] : inv_freq_) cudaFree(p);
   cudaFree(arena_);
@@ -165,6 +167,7 @@ void CudaBackend::on_step(const StepPlan& plan) {
   const size_t total = ptr_off + 4 * n_ptr * sizeof(void*);
   if (total > step_capacity_) {
     if (step_dev_) {
+      drop_graphs();  // recorded steps read the old table address
       CUDA_CHECK(cudaStreamSynchronize(stream_));
       CUDA_CHECK(cudaFree(step_dev_));
       CUDA_CHECK(cudaFreeHost(step_host_));
@@ -212,7 +215,9 @@ void CudaBackend::on_step(const StepPlan& plan) {
   step_.n_rows = n_rows;
   step_.n_seqs = n_seqs;
   step_.max_seq_rows = max_rows;
-  step_.max_kv_len = max_kv;
+  // Rounded up to the graph bucket (Model::forward keys recorded steps on it): launch sizes
+  // derived from it are then the same for every step a recorded graph replays.
+  step_.max_kv_len = (max_kv + 255) / 256 * 256;
   step_.tokens = dints;
   step_.positions = dints + n_rows;
   step_.row_seq = dints + 2 * n_rows;
@@ -223,6 +228,39 @@ void CudaBackend::on_step(const StepPlan& plan) {
   step_.kv_v = dptrs + n_ptr;
   step_.conv = reinterpret_cast<float* const*>(dptrs + 2 * n_ptr);
   step_.ssm = reinterpret_cast<float* const*>(dptrs + 3 * n_ptr);
+}
+
+// ---- graphs ----
+
+void CudaBackend::drop_graphs() {
+  for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+  graphs_.clear();
+}
+
+bool CudaBackend::graph_begin(uint64_t key) {
+  if (!graphs_enabled_) return false;
+  MEMRA_ASSERT(!capturing_, "nested graph capture");
+  auto it = graphs_.find(key);
+  if (it != graphs_.end()) {
+    CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+    return true;
+  }
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+  capturing_key_ = key;
+  return false;
+}
+
+void CudaBackend::graph_end() {
+  if (!capturing_) return;
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  capturing_ = false;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  graphs_[capturing_key_] = exec;
+  CUDA_CHECK(cudaGraphLaunch(exec, stream_));
 }
 
 // ---- ops ----
@@ -339,6 +377,8 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
   cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, step_,
                       stream_);
 }
+
+double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwidth(size_t{4} << 30, 9, stream_); }
 
 void CudaBackend::moe_ffn(const MoeWeights&, const float*, float*, int64_t, int64_t) {
   fail("mixture-of-experts models are not supported on the CUDA backend yet; run them with --device cpu");

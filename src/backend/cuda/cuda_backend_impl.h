@@ -38,6 +38,7 @@ class CudaBackend final : public Backend {
   size_t scratch_mark() const override { return arena_used_; }
   void scratch_release(size_t mark) override { arena_used_ = mark; }
   bool supports_moe() const override { return false; }
+  double measure_read_bandwidth() override;
   GgmlType kv_type() const override { return GgmlType::F16; }
 
   void embed(const WeightRef& table, float* out) override;
@@ -60,6 +61,9 @@ class CudaBackend final : public Backend {
   void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) override;
 
   void argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) override;
+
+  bool graph_begin(uint64_t key) override;
+  void graph_end() override;
 
   cudaStream_t stream() const { return stream_; }
   const DevWeight& dev_weight(const WeightRef& w) const;
@@ -85,6 +89,12 @@ class CudaBackend final : public Backend {
   size_t step_capacity_ = 0;
   cudaEvent_t step_event_ = nullptr;
   std::unordered_map<uint64_t, float*> inv_freq_;
+  // recorded decode steps
+  bool graphs_enabled_ = true;
+  std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
+  uint64_t capturing_key_ = 0;
+  bool capturing_ = false;
+  void drop_graphs();
 };
 
 }  // namespace memra::cuda

@@ -63,6 +63,10 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
                    float eps, const DeviceStep& step, cudaStream_t stream);
 
+// ---- measurement ----
+// Median bandwidth (bytes/s) of a read-only streaming kernel over `bytes` of device memory.
+double measure_read_bandwidth(size_t bytes, int reps, cudaStream_t stream);
+
 // ---- sampling ----
 // out[r] = argmax of row r (lowest id on ties; NaN never wins). `work`: argmax_work_bytes().
 size_t argmax_work_bytes(int64_t rows, int64_t n);

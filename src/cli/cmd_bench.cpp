@@ -1,0 +1,198 @@
+// memra bench: prompt processing (pp) and generation (tg) throughput like llama-bench, plus the
+// bandwidth floor for generation: bytes a decode step must move (weights once + every sequence's
+// recurrent state read and written + its KV read) over the device's measured streaming-read
+// bandwidth.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "cli/command.h"
+#include "cli/model_source.h"
+#include "common/error.h"
+#include "gguf/gguf.h"
+#include "quant/quant.h"
+
+#ifndef MEMRA_GIT_COMMIT
+#define MEMRA_GIT_COMMIT "unknown"
+#endif
+
+namespace memra::cli {
+namespace {
+
+struct Args {
+  EngineArgs engine;
+  int n_prompt = 512;
+  int n_gen = 128;
+  std::vector<int> depths{0};
+  std::vector<int> batches{1};
+  int reps = 5;
+  std::string jsonl;
+};
+
+struct Stats {
+  double median = 0, stddev = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= v.size();
+  for (double x : v) s.stddev += (x - mean) * (x - mean);
+  s.stddev = v.size() > 1 ? std::sqrt(s.stddev / (v.size() - 1)) : 0;
+  return s;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Bytes one decode step moves for one sequence at `depth` tokens of context, besides weights.
+double sequence_step_bytes(const ModelConfig& c, const SequenceCache& s, double depth) {
+  double bytes = 0;
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (c.layer_mixer[l] == MixerKind::FullAttention) bytes += 2.0 * s.kv_row_bytes * (depth + 1);  // K and V read
+    else bytes += 2.0 * (s.ssm_bytes + s.conv_bytes);  // state read and written
+  }
+  return bytes;
+}
+
+std::string model_type_name(const Engine& e) {
+  // The dominant weight type: the most bytes of any type among the file's tensors.
+  std::map<std::string, uint64_t> by_type;
+  for (const auto& t : e.file().tensors()) by_type[quant::type_name(t.type)] += t.n_bytes;
+  std::string best;
+  uint64_t most = 0;
+  for (auto& [k, v] : by_type)
+    if (v > most) most = v, best = k;
+  return best;
+}
+
+void run(const Args& a) {
+  auto engine = open_engine(a.engine);
+  Engine& e = *engine;
+  const ModelConfig& c = e.config();
+  const int32_t max_ctx = *std::max_element(a.depths.begin(), a.depths.end()) + std::max(a.n_prompt, a.n_gen) + 8;
+  if (max_ctx > e.ctx()) fail("depth + tokens ({}) exceed the context {} (raise --ctx)", max_ctx, e.ctx());
+  const double bw = e.backend().measure_read_bandwidth();
+  const std::string type = model_type_name(e);
+  const std::string model = a.engine.model.empty() ? "demo" : std::filesystem::path(a.engine.model).filename().string();
+  std::fprintf(stderr, "memra bench: %s | %s | backend %s | read bandwidth %s\n", model.c_str(), c.summary().c_str(),
+               e.backend().name().c_str(), bw > 0 ? fmt::format("{:.2f} TB/s", bw / 1e12).c_str() : "n/a");
+
+  std::ofstream jsonl_file;
+  if (!a.jsonl.empty() && a.jsonl != "-") {
+    jsonl_file.open(a.jsonl, std::ios::app);
+    if (!jsonl_file) fail("cannot open --jsonl file '{}'", a.jsonl);
+  }
+  std::mt19937 rng(1234);
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(c.n_vocab));
+    return t;
+  };
+
+  std::printf("| model | type | backend | test | B | t/s | ms/step | floor ms | %% of floor |\n");
+  std::printf("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  std::fflush(stdout);
+  auto emit = [&](const std::string& test, int depth, int batch, const Stats& tps, double step_ms, double floor_ms) {
+    std::string frac = floor_ms > 0 ? fmt::format("{:.1f}%", 100.0 * floor_ms / step_ms) : "-";
+    std::printf("| %s | %s | %s | %s%s | %d | %.2f ± %.2f | %.3f | %s | %s |\n", model.c_str(), type.c_str(),
+                e.backend().name().c_str(), test.c_str(), depth ? fmt::format(" @ d{}", depth).c_str() : "", batch,
+                tps.median, tps.stddev, step_ms, floor_ms > 0 ? fmt::format("{:.3f}", floor_ms).c_str() : "-",
+                frac.c_str());
+    std::fflush(stdout);
+    nlohmann::json j = {{"model", model}, {"arch", c.arch_str}, {"type", type}, {"backend", e.backend().name()},
+                        {"test", test}, {"depth", depth}, {"batch", batch}, {"tps_median", tps.median},
+                        {"tps_stddev", tps.stddev}, {"step_ms", step_ms}, {"floor_ms", floor_ms},
+                        {"frac_floor", floor_ms > 0 ? floor_ms / step_ms : 0.0}, {"read_bw_Bps", bw},
+                        {"reps", a.reps}, {"commit", MEMRA_GIT_COMMIT}};
+    if (a.jsonl == "-") std::fprintf(stderr, "%s\n", j.dump().c_str());
+    else if (jsonl_file) jsonl_file << j.dump() << "\n";
+  };
+
+  for (int depth : a.depths) {
+    // ---- prompt processing ----
+    if (a.n_prompt > 0) {
+      std::vector<double> tps;
+      for (int r = 0; r <= a.reps; ++r) {  // rep 0 warms up
+        auto seq = e.new_sequence();
+        if (depth > 0) e.prefill(*seq, random_tokens(depth), nullptr);
+        auto prompt = random_tokens(a.n_prompt);
+        std::vector<float> last;
+        e.backend().synchronize();
+        double t0 = now_s();
+        e.prefill(*seq, prompt, &last);
+        double t = now_s() - t0;
+        if (r > 0) tps.push_back(a.n_prompt / t);
+      }
+      Stats s = stats(tps);
+      emit(fmt::format("pp{}", a.n_prompt), depth, 1, s, 1e3 * a.n_prompt / s.median / a.n_prompt, 0);
+    }
+    // ---- generation ----
+    if (a.n_gen <= 0) continue;
+    for (int batch : a.batches) {
+      std::vector<double> tps;
+      double step_bytes = 0;
+      for (int r = 0; r <= a.reps; ++r) {
+        std::vector<std::unique_ptr<SequenceCache>> seqs;
+        std::vector<SequenceCache*> ptrs;
+        std::vector<int32_t> tokens;
+        for (int b = 0; b < batch; ++b) {
+          seqs.push_back(e.new_sequence());
+          if (depth > 0) e.prefill(*seqs.back(), random_tokens(depth), nullptr);
+          ptrs.push_back(seqs.back().get());
+          tokens.push_back(random_tokens(1)[0]);
+        }
+        step_bytes = static_cast<double>(e.model().decode_weight_bytes()) +
+                     batch * sequence_step_bytes(c, *seqs[0], depth + a.n_gen / 2.0);
+        std::vector<int32_t> next;
+        for (int w = 0; w < 2; ++w) {  // warm-up steps (graph capture, caches)
+          e.decode_greedy(ptrs, tokens, next);
+          tokens = next;
+        }
+        double t0 = now_s();
+        for (int i = 0; i < a.n_gen; ++i) {
+          e.decode_greedy(ptrs, tokens, next);
+          tokens = next;
+        }
+        double t = now_s() - t0;
+        if (r > 0) tps.push_back(static_cast<double>(batch) * a.n_gen / t);
+      }
+      Stats s = stats(tps);
+      const double step_ms = 1e3 * batch / s.median;
+      const double floor_ms = bw > 0 ? 1e3 * step_bytes / bw : 0;
+      emit(fmt::format("tg{}", a.n_gen), depth, batch, s, step_ms, floor_ms);
+    }
+  }
+}
+
+CommandRegistrar reg("bench", [](CLI::App& app) {
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("bench", "Prompt-processing and generation throughput, with the bandwidth floor");
+  add_engine_args(*cmd, args->engine);
+  cmd->add_option("-p,--n-prompt", args->n_prompt, "prompt tokens for the pp test (0: skip)")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-n,--n-gen", args->n_gen, "generated tokens for the tg test (0: skip)")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-d,--depth", args->depths, "context depth(s) before the test, comma-separated")
+      ->delimiter(',')->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("-b,--batch", args->batches, "decode batch size(s) for tg, comma-separated")
+      ->delimiter(',')->check(CLI::Range(1, 4096));
+  cmd->add_option("-r,--reps", args->reps, "repetitions (median and stddev are reported)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--jsonl", args->jsonl, "append one JSON object per result to this file ('-': stderr)");
+  cmd->callback([args] { run(*args); });
+});
+
+}  // namespace
+}  // namespace memra::cli
