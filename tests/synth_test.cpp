@@ -2,6 +2,7 @@
 // fixture GGUFs), written files read back with memra's reader, determinism, value ranges,
 // the synthetic tokenizer, and error handling.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <omp.h>
@@ -577,6 +579,46 @@ TEST(SynthWrite, ErrorsLeaveNoFile) {
   calls = 0;
   EXPECT_THROW(synth_model(o, [&](const SynthProgress&) { if (++calls == 2) throw Error("stop"); }), Error);
   EXPECT_EQ(read_all(o.path), "keep");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line.
+
+// Runs a shell command; returns its exit status and combined output.
+std::pair<int, std::string> run_command(const std::string& cmd) {
+  std::string out;
+  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(SynthCli, WritesFileAndReportsErrors) {
+  TempDir tmp;
+  const std::string bin = test::memra_binary();
+  ASSERT_TRUE(fs::exists(bin)) << bin;
+  const std::string out = tmp.file("cli.gguf");
+  auto [rc, text] = run_command(bin + " synth --arch qwen3next --shape tiny --type q4_k --seed 9 -o " + out);
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("memra synth: wrote"), std::string::npos) << text;
+  check_written_file(opts("qwen3next", "tiny", "q4_k", 9, 0, out));
+  // Same bytes as the library call with the same options.
+  const std::string lib = tmp.file("lib.gguf");
+  synth_model(opts("qwen3next", "tiny", "q4_k", 9, 0, lib));
+  EXPECT_TRUE(read_all(out) == read_all(lib));
+
+  std::tie(rc, text) = run_command(bin + " synth --arch qwen35 --shape 5b --type q4_0 -o " + tmp.file("x.gguf"));
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(text.find("valid shapes are tiny, 0.8b, 2b, 4b, 9b, 27b"), std::string::npos) << text;
+  std::tie(rc, text) = run_command(bin + " synth --arch qwen35 --shape tiny --type q4_0 -o /nonexistent-dir/x.gguf");
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(text.find("cannot write output file '/nonexistent-dir/x.gguf'"), std::string::npos) << text;
+  std::tie(rc, text) = run_command(bin + " synth --list");
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(text.find("397b-a17b"), std::string::npos) << text;
 }
 
 }  // namespace

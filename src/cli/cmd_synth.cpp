@@ -14,7 +14,12 @@ namespace memra::cli {
 namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
+// The first Ctrl-C asks the write to stop cleanly (the partial file is removed); a second one
+// kills at once.
+void on_interrupt(int sig) {
+  g_interrupted = 1;
+  std::signal(sig, SIG_DFL);
+}
 
 // Restores the previous SIGINT/SIGTERM handlers on scope exit.
 struct InterruptScope {
