@@ -92,6 +92,24 @@ TEST(TokenizerReference, DemoModelPromptsAndGreedyText) {
   }
 }
 
+// Edge cases (every kind of Unicode space, combining marks, contractions, NUL, partial specials)
+// and random strings, with the ids the Hugging Face tokenizers library gives for a tokenizer
+// rebuilt from the same GGUF vocab; both with and without control-token parsing.
+TEST(TokenizerReference, HuggingFaceEdgeCases) {
+  const Json j = read_json(test::source_path("tests/tokenizer_hf_cases.json"));
+  ASSERT_EQ(j["vocabs"].size(), 2u);
+  for (const Json& v : j["vocabs"]) {
+    const Tokenizer& tok = load(test::fixture(v["file"].get<std::string>()));
+    ASSERT_GT(v["cases"].size(), 100u);
+    for (const Json& c : v["cases"]) {
+      const std::string text = c["text"];
+      EXPECT_EQ(show(tok.encode(text, true)), show(ids_of(c["ids"]))) << v["file"] << " text: " << Json(text).dump();
+      EXPECT_EQ(show(tok.encode(text, false)), show(ids_of(c["ids_no_special"])))
+          << v["file"] << " (no special) text: " << Json(text).dump();
+    }
+  }
+}
+
 TEST(TokenizerReference, Qwen3Metadata) {
   const Tokenizer& tok = qwen3();
   EXPECT_EQ(tok.n_vocab(), 151936);
@@ -251,6 +269,10 @@ TEST(TokenizerPreTokenizer, SplitsLikeTheReferenceRegex) {
             (std::vector<std::string>{"I", "'M", " here", "'s", " ", "1", "2", "3", " ab", "\n\n", " ", " x", "  "}));
   // U+00A0 and U+2009 are White_Space; U+200B (zero width space) is not.
   EXPECT_EQ(split(pre, "a\u00A0b\u2009c\u200Bd"), (std::vector<std::string>{"a", "\u00A0b", "\u2009c", "\u200Bd"}));
+  // U+180E (Mongolian vowel separator) left White_Space in Unicode 6.3; PCRE2's own \s still
+  // takes it, Hugging Face's regex engine does not: it groups with punctuation here.
+  EXPECT_EQ(split(pre, "\u180E\u180E?"), (std::vector<std::string>{"\u180E\u180E?"}));
+  EXPECT_EQ(split(pre, "x\u0085\u0085"), (std::vector<std::string>{"x", "\u0085\u0085"}));  // NEL is
   EXPECT_TRUE(split(pre, "").empty());
 }
 
