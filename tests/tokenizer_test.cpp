@@ -3,12 +3,14 @@
 // errors for unsupported metadata.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -442,6 +444,32 @@ TEST(TokenizerHostile, HundredKilobytesOfTextWellUnderASecond) {
   const std::vector<int32_t> ids = tok.encode(text);
   EXPECT_LT(seconds_since(t0), 1.0 * kSlowdown);
   EXPECT_EQ(tok.decode(ids), nfc(text));
+}
+
+TEST(TokenizerHostile, ConcurrentEncodeAgrees) {
+  // encode() is const and shared by server threads: no hidden mutable state.
+  const Tokenizer& tok = qwen3();
+  const Json cases = read_json(test::fixture("qwen3-tokenizer-cases.json"));
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> expected;
+  for (const Json& c : cases["cases"]) {
+    texts.push_back(c["text"]);
+    expected.push_back(ids_of(c["ids"]));
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i + static_cast<size_t>(t) * 7) % texts.size();
+          if (tok.encode(texts[k]) != expected[k]) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 // ---- metadata errors ----
