@@ -19,6 +19,7 @@
 
 #include <omp.h>
 
+#include "chat/chat_template.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
@@ -357,6 +358,18 @@ TEST(SynthVocab, ValidBpeVocabAndFast) {
   EXPECT_EQ(v.token_types[index.at("<think>")], kTokenUserDefined);
   EXPECT_EQ(v.token_types[1000], kTokenNormal);
   EXPECT_THROW(make_vocab(300), Error);
+}
+
+TEST(SynthVocab, ChatTemplateRendersChatMl) {
+  const auto request = nlohmann::ordered_json::parse(
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]})");
+  EXPECT_EQ(chat::render_chat(chat_template(), request),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  auto no_think = request;
+  no_think["chat_template_kwargs"] = {{"enable_thinking", false}};
+  EXPECT_EQ(chat::render_chat(chat_template(), no_think),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 // ---------------------------------------------------------------------------------------------
