@@ -215,6 +215,13 @@ TEST(ChatTemplateHostile, DeepInputAndSelfReferenceAreErrors) {
   EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns|tojson }}").find("not JSON serializable"),
             std::string::npos);
   EXPECT_EQ(render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns == ns.me }}"), "True");
+  // Chains built one level per iteration are cut off when built, not when printed or freed.
+  EXPECT_NE(error_of("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}")
+                .find("value nested more than 256 levels deep"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(x={}) %}{% for i in range(100000) %}{% set ns.x = {'k': ns.x} %}{% endfor %}")
+                .find("value nested more than 256 levels deep"),
+            std::string::npos);
 }
 
 TEST(ChatTemplateHostile, MacroCalledAfterItsScopeEnded) {

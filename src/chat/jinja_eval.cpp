@@ -78,6 +78,16 @@ struct Interp::RecursionGuard {
 
 void Interp::fail(const std::string& message) const { eval_fail(message); }
 
+Interp::~Interp() {
+  for (Value& ns : namespaces_) ns.as_ns().clear();
+}
+
+Value Interp::new_namespace(DictObj attrs) {
+  Value v = Value::ns(std::move(attrs));
+  namespaces_.push_back(v);
+  return v;
+}
+
 void Interp::charge(uint64_t units) {
   work_ += units;
   if (work_ > limits_.max_work)

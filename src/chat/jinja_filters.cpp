@@ -17,7 +17,6 @@ namespace {
 using FilterFn = Value (*)(Interp&, const Value&, CallArgs&);
 using TestFn = bool (*)(Interp&, const Value&, CallArgs&);
 
-const Value kNone = Value::none();
 
 bool is_int(const Value& v) { return v.kind() == Value::Kind::Int || v.kind() == Value::Kind::Bool; }
 

@@ -51,6 +51,11 @@ struct LoopObj {
 class Interp {
  public:
   explicit Interp(const Limits& limits) : limits_(limits) {}
+  // Empties every namespace the render created: namespaces are the only mutable values, so
+  // this breaks any reference cycle a template built through them (e.g. ns.self = ns).
+  ~Interp();
+  Interp(const Interp&) = delete;
+  Interp& operator=(const Interp&) = delete;
 
   // Runs `body` in the root scope `vars`, appending to `out`.
   void run(const Body& body, std::vector<std::pair<std::string, Value>> vars, std::string& out);
@@ -71,6 +76,7 @@ class Interp {
   std::vector<Value> iterate(const Value& v);
   // The names a template may use without defining them (range, namespace, raise_exception...).
   Value global(const std::string& name);
+  Value new_namespace(DictObj attrs);
 
  private:
   enum class Flow { Normal, Break, Continue };
@@ -85,6 +91,7 @@ class Interp {
   std::vector<Frame*> stack_;
   std::string* out_ = nullptr;
   const Value* block_value_ = nullptr;
+  std::vector<Value> namespaces_;
 
   struct Scope;
   struct Capture;

@@ -132,7 +132,8 @@ std::string str_format(Interp& in, const std::string& f, const CallArgs& args) {
       out += to_str(v);
     } else {
       try {
-        auto rt = fmt::runtime("{:" + spec + "}");
+        const std::string pattern = "{:" + spec + "}";
+        auto rt = fmt::runtime(pattern);
         if (v.kind() == Value::Kind::Int) out += fmt::format(rt, v.as_int());
         else if (v.kind() == Value::Kind::Float) out += fmt::format(rt, v.as_float());
         else out += fmt::format(rt, to_str(v));
@@ -385,7 +386,7 @@ DictObj dict_from_args(CallArgs& a, const char* what) {
   return d;
 }
 
-Value g_namespace(Interp&, CallArgs& a) { return Value::ns(dict_from_args(a, "namespace")); }
+Value g_namespace(Interp& in, CallArgs& a) { return in.new_namespace(dict_from_args(a, "namespace")); }
 Value g_dict(Interp&, CallArgs& a) { return Value::dict(dict_from_args(a, "dict")); }
 
 Value g_raise_exception(Interp&, CallArgs& a) {

@@ -20,6 +20,17 @@ constexpr size_t kIndexThreshold = 8;
 void check_depth(int depth) {
   if (depth > kMaxNesting) eval_fail(fmt::format("value nested more than {} levels deep", kMaxNesting));
 }
+
+// Containers nested in `v` (namespaces are opaque: they are emptied after each render).
+uint32_t nesting_of(const Value& v) {
+  if (v.is_list()) return v.as_list().depth;
+  if (v.is_dict()) return v.as_dict().depth();
+  return 0;
+}
+
+void check_built_nesting(uint32_t depth) {
+  if (depth > kMaxValueNesting) eval_fail(fmt::format("value nested more than {} levels deep", kMaxValueNesting));
+}
 }  // namespace
 
 void eval_fail(std::string message) { throw EvalFailure{std::move(message)}; }
@@ -41,6 +52,7 @@ void DictObj::set(std::string key, Value value) {
     *const_cast<Value*>(existing) = std::move(value);
     return;
   }
+  depth_ = std::max(depth_, 1 + nesting_of(value));
   items_.emplace_back(std::move(key), std::move(value));
   if (items_.size() > kIndexThreshold) {
     if (index_.empty())
@@ -90,10 +102,14 @@ Value Value::string(std::string s, bool markup) {
 Value Value::list(std::vector<Value> items, bool tuple) {
   Value v;
   v.kind_ = Kind::List;
-  v.p_ = std::make_shared<ListObj>(ListObj{std::move(items), tuple});
+  uint32_t depth = 1;
+  for (auto& x : items) depth = std::max(depth, 1 + nesting_of(x));
+  check_built_nesting(depth);
+  v.p_ = std::make_shared<ListObj>(ListObj{std::move(items), tuple, depth});
   return v;
 }
 Value Value::dict(DictObj d) {
+  check_built_nesting(d.depth());
   Value v;
   v.kind_ = Kind::Dict;
   v.p_ = std::make_shared<DictObj>(std::move(d));

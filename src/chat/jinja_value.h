@@ -33,9 +33,14 @@ class Interp;
 struct CallArgs;
 struct LoopObj;
 
+// Nesting of lists and dicts is bounded when they are built (a template could otherwise grow a
+// chain a million levels deep through a namespace, and freeing it would recurse as deep).
+constexpr uint32_t kMaxValueNesting = 256;
+
 struct ListObj {
   std::vector<Value> items;
   bool tuple = false;  // only changes repr(): (a, b) instead of [a, b]
+  uint32_t depth = 1;  // containers nested inside, this one included
 };
 
 // Insertion-ordered dict with string keys (JSON objects and Jinja dict literals).
@@ -44,11 +49,17 @@ class DictObj {
   const Value* find(std::string_view key) const;
   void set(std::string key, Value value);
   size_t size() const { return items_.size(); }
+  uint32_t depth() const { return depth_; }
+  void clear() {
+    items_.clear();
+    index_.clear();
+  }
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
 
  private:
   std::vector<std::pair<std::string, Value>> items_;
   std::unordered_map<std::string, size_t> index_;  // built once the dict is large
+  uint32_t depth_ = 1;
 };
 
 struct FunctionObj {
