@@ -110,6 +110,25 @@ __device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {
   return make_float4(fmaf(a, b.x, c.x), fmaf(a, b.y, c.y), fmaf(a, b.z, c.z), fmaf(a, b.w, c.w));
 }
 
+// N consecutive floats of shared memory into registers; 16-byte loads when N allows (src is
+// then 16-byte aligned: a multiple of N floats into an aligned array).
+template <int N>
+__device__ __forceinline__ void load_rows(const float* src, float (&dst)[N]) {
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+      const float4 v = reinterpret_cast<const float4*>(src)[i];
+      dst[4 * i] = v.x;
+      dst[4 * i + 1] = v.y;
+      dst[4 * i + 2] = v.z;
+      dst[4 * i + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = src[i];
+  }
+}
+
 // One block per (value head h = blockIdx.x, sequence = blockIdx.y), kThreads threads.
 //
 // The head's state S (D x D, row i = key dim, column j = value dim, row-major) is processed in
@@ -209,15 +228,15 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
       const float decay = expf(a_h * softplus(a + dtb_h));
       __syncthreads();  // S2
 
-      float ki[RPT];
+      float ki[RPT], qi[RPT];
+      load_rows(s_k + rg * RPT, ki);
+      load_rows(s_q + rg * RPT, qi);
       float4 pk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), pq = pk;
 #pragma unroll
       for (int m = 0; m < RPT; ++m) {
-        const float qi = s_q[rg * RPT + m];
-        ki[m] = s_k[rg * RPT + m];
         S[m] = make_float4(S[m].x * decay, S[m].y * decay, S[m].z * decay, S[m].w * decay);
         pk = fma4(ki[m], S[m], pk);
-        pq = fma4(qi, S[m], pq);
+        pq = fma4(qi[m], S[m], pq);
       }
       // Row groups sharing a warp (CG < 32): butterfly over the lane bits above cg.
 #pragma unroll
