@@ -45,7 +45,9 @@ constexpr float kEmbeddingStd = 1.0f;      // untied token_embd, same units
 // Collects one group (globals or one block) and its tensors' roles.
 struct Builder {
   const ModelShape& s;
-  float residual_scale;  // 1 / sqrt(2 * n_layers of the full shape)
+  // 1 / sqrt(2 * blocks written): the residual stream ends at about the same RMS (~0.5) at any
+  // depth, --layers cuts included, so a tied head's bonus for the input token stays small.
+  float residual_scale;
   std::vector<PlannedTensor> group;
 
   void add(std::string name, std::vector<int64_t> ne, Init init, float scale) {
@@ -169,7 +171,7 @@ Resolved resolve(const SynthOptions& options) {
 std::vector<PlannedTensor> plan_tensors(const SynthOptions& options) {
   const Resolved r = resolve(options);
   const ModelShape& s = *r.shape;
-  Builder b{s, 1.0f / std::sqrt(2.0f * static_cast<float>(s.n_layers)), {}};
+  Builder b{s, 1.0f / std::sqrt(2.0f * static_cast<float>(r.n_layers)), {}};
 
   // Globals. The head's scale sets the logit spread: the final RMS-normalised state has unit
   // RMS, so logits have std kHeadLogitStd. A tied head is also the input embedding, and its

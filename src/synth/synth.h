@@ -5,7 +5,8 @@
 // The layout is computed without touching data (`plan_tensors`, `plan_metadata`), so tests can
 // check a 5 GB file's table without writing it. Values are a pure function of (seed, tensor name,
 // element index): the same seed gives the same bytes at any thread count, and cutting layers
-// with n_layers leaves the remaining tensors' values unchanged.
+// with n_layers leaves the remaining tensors' values unchanged, except the residual-output
+// projections, whose scale follows the number of blocks written.
 #pragma once
 
 #include <cstdint>

@@ -9,8 +9,8 @@
 // - "normal" draws are Irwin-Hall(4) rescaled to unit variance: close to N(0,1) in the body,
 //   bounded by +-3.47 (no outliers to wreck a quantization block), one hash per element;
 // - Matrix: N(0, 1/sqrt(in)), so a projection of an RMS-normalised vector has unit-size outputs;
-// - ResidualOut (ssm_out, attn_output, ffn_down*): additionally / sqrt(2 * n_layers), so the
-//   2 * n_layers residual branches add up to O(1) growth of the residual stream;
+// - ResidualOut (ssm_out, attn_output, ffn_down*): additionally / sqrt(2 * n_layers written),
+//   so the 2 * n_layers residual branches add up to the same O(1) stream at any depth;
 // - Embedding and output head: N(0, c / sqrt(hidden)), c = 1 for an untied token_embd (the
 //   first RMSNorm rescales it anyway), 3 for an untied output head (logit std ~3: a clear but
 //   not certain argmax over 248k tokens), 1.5 for a tied one (see plan.cpp for why smaller);
