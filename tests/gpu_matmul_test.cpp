@@ -81,7 +81,15 @@ TEST(GpuMatmul, AccumulateAddsIntoOutput) {
     auto base = test::normal_floats(3 * 64, 1.0f, 7);
     auto plain = run_matmul(*gpu, w, x, 3);
     auto acc = run_matmul(*gpu, w, x, 3, &base);
-    for (size_t i = 0; i < acc.size(); ++i) EXPECT_EQ(acc[i], base[i] + plain[i]) << i;
+    int bad = 0, first = -1;
+    for (size_t i = 0; i < acc.size(); ++i)
+      if (!(acc[i] == base[i] + plain[i])) {
+        if (first < 0) first = static_cast<int>(i);
+        ++bad;
+      }
+    EXPECT_EQ(bad, 0) << quant::type_name(t) << ": " << bad << " of " << acc.size() << " differ, first at " << first
+                      << " (plain " << plain[first < 0 ? 0 : first] << ", base " << base[first < 0 ? 0 : first]
+                      << ", acc " << acc[first < 0 ? 0 : first] << ")";
   }
 }
 

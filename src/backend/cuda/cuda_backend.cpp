@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/knobs.h"
 #include "runtime/sequence_cache.h"
+#include "quant/quant.h"
 #include "runtime/step_plan.h"
 
 namespace memra {
@@ -57,10 +58,15 @@ CudaBackend::CudaBackend() {
     fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
+  if (knobs::get_bool("MEMRA_CUDA_PROFILE")) {
+    profiler_.enable(stream_);
+    graphs_enabled_ = false;
+  }
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
+  if (profiler_.enabled()) std::fputs(profiler_.report().c_str(), stderr);
   drop_graphs();
   for (auto& [ptr, w] : weights_) cudaFree(const_cast<uint8_t*>(w.data));
   for (auto& [k, p] : inv_freq_) cudaFree(p);
@@ -132,7 +138,7 @@ void CudaBackend::to_device(void* dst, const void* src, size_t bytes) {
 }
 void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  synchronize();
 }
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
@@ -140,7 +146,10 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
 void CudaBackend::zero(void* dst, size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
 }
-void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() {
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  profiler_.collect();
+}
 
 float* CudaBackend::scratch(size_t n) {
   const size_t bytes = (std::max<size_t>(n, 1) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
@@ -266,6 +275,7 @@ void CudaBackend::graph_end() {
 // ---- ops ----
 
 Q8Act CudaBackend::quantize(const float* x, int64_t rows, int64_t cols) {
+  OpProfiler::Scope prof(profiler_, "quantize_q8", 0);
   Q8Act a;
   a.rows = rows;
   a.cols = cols;
@@ -277,10 +287,12 @@ Q8Act CudaBackend::quantize(const float* x, int64_t rows, int64_t cols) {
 }
 
 void CudaBackend::embed(const WeightRef& table, float* out) {
+  OpProfiler::Scope prof(profiler_, "embed", 0);
   embed_rows(dev_weight(table), step_, step_.n_rows, out, stream_);
 }
 
 void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
+  OpProfiler::Scope prof(profiler_, "rms_norm", 0);
   MEMRA_ASSERT(w.n == dim);
   cuda::rms_norm(x, w.data, out, rows, dim, eps, stream_);
 }
@@ -303,6 +315,18 @@ void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* ou
   bool have_act = false;
   for (int i = 0; i < n_outs; ++i) {
     const DevWeight& dw = dev_weight(*outs[i].w);
+    std::string prof_name;
+    if (profiler_.enabled()) {
+      const std::string& n = outs[i].w->name;
+      size_t dot = n.find('.', n.rfind("blk.") == 0 ? 4 : 0);
+      prof_name = fmt::format("matmul {} {} r{}", n.rfind("blk.", 0) == 0 ? n.substr(dot + 1) : n,
+                              quant::type_name(outs[i].w->type), rows);
+    }
+    if (is_quantized(dw.type) && !have_act) {
+      act = quantize(x, rows, dw.n_in);
+      have_act = true;
+    }
+    OpProfiler::Scope prof(profiler_, prof_name, static_cast<double>(dw.mat_stride));
     if (is_quantized(dw.type)) {
       if (!have_act) {
         act = quantize(x, rows, dw.n_in);
@@ -317,10 +341,12 @@ void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* ou
 }
 
 void CudaBackend::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  OpProfiler::Scope prof(profiler_, "silu_mul", 0);
   cuda::silu_mul(gate, up, out, n, stream_);
 }
 
 void CudaBackend::gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) {
+  OpProfiler::Scope prof(profiler_, "gather_rows", 0);
   int32_t* dev = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(n)));
   to_device(dev, src_rows, static_cast<size_t>(n) * sizeof(int32_t));
   cuda::gather_rows(x, dev, n, cols, out, stream_);
@@ -342,6 +368,7 @@ const float* CudaBackend::inv_freq(int n_rot, float theta) {
 
 void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
                                float eps) {
+  OpProfiler::Scope prof(profiler_, "qk_norm_rope", 0);
   MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
   cuda::qk_norm_rope(q, k, q_norm.data, k_norm.data, inv_freq(s.n_rot, s.rope_theta), step_, step_.n_rows, s, eps,
                      stream_);
@@ -352,13 +379,18 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
   for (const StepSeq& seq : plan().seqs)
     MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");
   const int kv_dim = s.n_head_kv * s.head_dim;
-  cuda::kv_append(layer, k, v, step_, step_.n_rows, kv_dim, stream_);
+  {
+    OpProfiler::Scope prof(profiler_, "kv_append", 0);
+    cuda::kv_append(layer, k, v, step_, step_.n_rows, kv_dim, stream_);
+  }
+  OpProfiler::Scope prof(profiler_, "attention", 0);
   float* work = scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
   cuda::attention(layer, q, step_, step_.n_rows, s, out, work, stream_);
 }
 
 void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
                                    int64_t gate_row_stride, int gate_head_stride) {
+  OpProfiler::Scope prof(profiler_, "sigmoid_gate_mul", 0);
   cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, stream_);
 }
 
@@ -373,7 +405,11 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
   MEMRA_ASSERT(ssm_a.n == s.n_v && dt_bias.n == s.n_v && norm_w.n == s.d);
   const int channels = s.conv_channels();
   float* conv = scratch(static_cast<size_t>(step_.n_rows) * channels);
-  cuda::conv1d_silu(layer, mixed, conv_w.data, conv, channels, s.conv_kernel, step_, stream_);
+  {
+    OpProfiler::Scope prof(profiler_, "conv1d_silu", 0);
+    cuda::conv1d_silu(layer, mixed, conv_w.data, conv, channels, s.conv_kernel, step_, stream_);
+  }
+  OpProfiler::Scope prof(profiler_, "deltanet_core", 0);
   cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, step_,
                       stream_);
 }
@@ -385,6 +421,7 @@ void CudaBackend::moe_ffn(const MoeWeights&, const float*, float*, int64_t, int6
 }
 
 void CudaBackend::argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) {
+  OpProfiler::Scope prof(profiler_, "argmax", 0);
   const size_t mark = scratch_mark();
   int32_t* dev = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
   void* work = scratch(argmax_work_bytes(rows, n) / sizeof(float) + 1);

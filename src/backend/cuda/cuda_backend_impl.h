@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/device_step.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/op_profiler.h"
 #include "backend/cuda/weight_layout.h"
 
 namespace memra::cuda {
@@ -95,6 +96,7 @@ class CudaBackend final : public Backend {
   uint64_t capturing_key_ = 0;
   bool capturing_ = false;
   void drop_graphs();
+  OpProfiler profiler_;
 };
 
 }  // namespace memra::cuda
