@@ -516,8 +516,8 @@ struct MiniGguf {
     put<uint32_t>(kv, v);
   }
   std::unique_ptr<gguf::File> open() {
-    b.clear();
-    b.insert(b.end(), {'G', 'G', 'U', 'F'});
+    static constexpr uint8_t kMagic[4] = {'G', 'G', 'U', 'F'};
+    b.assign(kMagic, kMagic + 4);
     put<uint32_t>(b, 3);
     put<uint64_t>(b, 0);  // tensors
     put<uint64_t>(b, n_kv);
