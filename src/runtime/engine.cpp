@@ -82,6 +82,26 @@ std::unique_ptr<SequenceCache> Engine::new_sequence() {
   return std::make_unique<SequenceCache>(*backend_, model_->config(), ctx_);
 }
 
+int32_t Engine::prefill_chunk(SequenceCache& seq, std::span<const int32_t> tokens, std::vector<float>* logits) {
+  if (tokens.empty()) fail("empty prompt: at least one token is needed");
+  const int32_t pos = seq.pos();
+  const int32_t n = std::min<int32_t>(prefill_chunk_ - pos % prefill_chunk_, static_cast<int32_t>(tokens.size()));
+  seq.reserve(pos + n);
+  StepPlan plan;
+  plan.add(&seq, tokens.data(), n, pos);
+  std::vector<int32_t> rows;
+  if (logits) rows.push_back(n - 1);
+  const float* out = model_->forward(plan, rows);
+  if (logits) {
+    logits->resize(config().n_vocab);
+    backend_->to_host(logits->data(), out, static_cast<size_t>(config().n_vocab) * sizeof(float));
+  } else {
+    backend_->synchronize();
+  }
+  seq.advance(n);
+  return n;
+}
+
 void Engine::prefill(SequenceCache& seq, std::span<const int32_t> tokens, std::vector<float>* last_logits,
                      std::vector<float>* all_logits) {
   const int32_t n_vocab = config().n_vocab;

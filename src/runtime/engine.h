@@ -54,6 +54,11 @@ class Engine {
   // token; if `all_logits` is given it receives the logits after every token (n x n_vocab).
   void prefill(SequenceCache& seq, std::span<const int32_t> tokens, std::vector<float>* last_logits,
                std::vector<float>* all_logits = nullptr);
+  // One chunk of a prefill on the grid: feeds the first min(tokens.size(), tokens to the next grid
+  // boundary) tokens and returns how many it fed. `logits`, if given, receives the logits after
+  // the last fed token. Lets a scheduler interleave long prompts with decode steps; a prompt fed
+  // this way is cut exactly as prefill() cuts it.
+  int32_t prefill_chunk(SequenceCache& seq, std::span<const int32_t> tokens, std::vector<float>* logits);
   // One decode step: token b goes to seqs[b]. logits receives B x n_vocab.
   void decode(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<float>& logits);
   // Greedy decode step with lean logits: the argmax runs on the backend and only the B token ids

@@ -119,8 +119,11 @@ void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
   for (int64_t r0 = 0; r0 < rows_total; r0 += rows_per_piece) {
     const int64_t n = std::min(rows_per_piece, rows_total - r0);
     repack_rows(dw, w.type, src + static_cast<size_t>(r0) * w.row_bytes, n, piece.data());
-    CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(dev) + static_cast<size_t>(r0) * dw.row_stride, piece.data(),
-                          static_cast<size_t>(n) * dw.row_stride, cudaMemcpyHostToDevice));
+    // On our stream (a legacy-stream cudaMemcpy would not be ordered before our kernels), and
+    // finished before the host piece is refilled.
+    CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(dev) + static_cast<size_t>(r0) * dw.row_stride, piece.data(),
+                               static_cast<size_t>(n) * dw.row_stride, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   dw.data = static_cast<const uint8_t*>(dev);
   weights_[dev] = dw;

@@ -56,7 +56,8 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     float P[NB];
 #pragma unroll
     for (int i = 0; i < NB; ++i) P[i] = 0.0f;
-    for (int64_t b = c; b < nb; b += kWarp) {
+    const int64_t cs = chunk_blocks(nb), b_end = min(nb, (c + 1) * cs);
+    for (int64_t b = c * cs; b < b_end; ++b) {
       float wv[32];
       load_weights<T>(row, b, wv);
 #pragma unroll

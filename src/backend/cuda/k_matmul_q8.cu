@@ -132,18 +132,27 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     float P[NB];
 #pragma unroll
     for (int i = 0; i < NB; ++i) P[i] = 0.0f;
-    for (int64_t b = c; b < nb; b += kWarp) {
-      int wq[8];
-      BlockScales sc;
-      load_block<T>(row, w, b, wq, sc);
+    const int64_t cs = chunk_blocks(nb), b_end = min(nb, (c + 1) * cs);
+    // Four blocks' weights are loaded before any is used: independent loads in flight.
+    for (int64_t b0 = c * cs; b0 < b_end; b0 += 4) {
+      int wq[4][8];
+      BlockScales sc[4];
 #pragma unroll
-      for (int i = 0; i < NB; ++i) {
-        const int64_t r = r0 + i;
-        if (r < rows) {
-          const int4* xp = reinterpret_cast<const int4*>(xq + r * cols + 32 * b);
-          const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
-          const int xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-          P[i] = __fadd_rn(P[i], block_term<T>(wq, sc, xv, __ldg(xd + r * nb + b), __ldg(xs + r * nb + b)));
+      for (int u = 0; u < 4; ++u)
+        if (b0 + u < b_end) load_block<T>(row, w, b0 + u, wq[u], sc[u]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int64_t b = b0 + u;
+        if (b >= b_end) break;
+#pragma unroll
+        for (int i = 0; i < NB; ++i) {
+          const int64_t r = r0 + i;
+          if (r < rows) {
+            const int4* xp = reinterpret_cast<const int4*>(xq + r * cols + 32 * b);
+            const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+            const int xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+            P[i] = __fadd_rn(P[i], block_term<T>(wq[u], sc[u], xv, __ldg(xd + r * nb + b), __ldg(xs + r * nb + b)));
+          }
         }
       }
     }

@@ -36,11 +36,19 @@ OpProfiler::Scope::Scope(OpProfiler& p, std::string name, double bytes) : p_(p) 
 }
 
 OpProfiler::Scope::~Scope() {
-  if (index_ >= 0) CUDA_CHECK(cudaEventRecord(p_.pending_[index_].stop, p_.stream_));
+  if (index_ >= 0) {
+    CUDA_CHECK(cudaEventRecord(p_.pending_[index_].stop, p_.stream_));
+    p_.pending_[index_].closed = true;
+  }
 }
 
 void OpProfiler::collect() {
   if (!enabled_) return;
+  // Only a prefix of closed scopes can be folded: an open scope (synchronize() called inside an
+  // op) keeps its place, and so do the scopes after it, whose indices it does not know.
+  size_t n = 0;
+  while (n < pending_.size() && pending_[n].closed) ++n;
+  if (n < pending_.size()) return;
   for (auto& p : pending_) {
     CUDA_CHECK(cudaEventSynchronize(p.stop));
     float ms = 0;

@@ -42,6 +42,7 @@ class OpProfiler {
     std::string name;
     double bytes;
     cudaEvent_t start, stop;
+    bool closed = false;  // stop recorded (the op's scope has ended)
   };
   struct Total {
     int calls = 0;
