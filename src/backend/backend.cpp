@@ -27,4 +27,16 @@ void Backend::argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_
   }
 }
 
+void Backend::sample(const float* logits, int64_t rows, int64_t n, const RowSampling* per_row, int32_t* out_host) {
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowSampling& s = per_row[r];
+    MEMRA_ASSERT(s.params != nullptr, "row {} has no sampling parameters", r);
+    to_host(row.data(), logits + r * n, static_cast<size_t>(n) * sizeof(float));
+    out_host[r] = sample_token(row, *s.params, s.token_index,
+                               std::span<const int32_t>(s.history, static_cast<size_t>(s.history_len)),
+                               std::span<const uint32_t>(s.allowed, static_cast<size_t>(s.allowed_words)));
+  }
+}
+
 }  // namespace memra

@@ -25,6 +25,17 @@
 namespace memra {
 
 struct StepPlan;
+struct SamplingParams;
+
+// How one row of a step is sampled.
+struct RowSampling {
+  const SamplingParams* params = nullptr;
+  uint64_t token_index = 0;                 // index of the token being drawn in its request's stream
+  const int32_t* history = nullptr;         // tokens the penalties look at (host memory)
+  int64_t history_len = 0;
+  const uint32_t* allowed = nullptr;        // grammar mask: packed bitset (bit i: id i allowed), host
+  int64_t allowed_words = 0;                // 0: no mask
+};
 
 // A weight matrix (or a stack of n_mat matrices, for MoE experts) in backend memory, in GGUF's
 // layout: n_out rows of n_in elements of `type`; matrix e starts at data + e * mat_bytes.
@@ -194,6 +205,11 @@ class Backend {
   // ---- sampling ----
   // Greedy token of each row (lowest id on ties, NaN never wins); results to host memory.
   virtual void argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host);
+  // Samples one token per row with runtime/sampling.h's semantics (bias, penalties, mask, greedy
+  // or filtered Gumbel-max keyed by (seed, token_index)), bit-identical to sample_token() on the
+  // same logits. Only the ids come back (lean logits); `logits` is left unmodified, so a masked
+  // row keeps its pristine values for whoever reads them later. Default: row download + host.
+  virtual void sample(const float* logits, int64_t rows, int64_t n, const RowSampling* per_row, int32_t* out_host);
 
   // ---- mixture of experts ----
   // out += routed experts (softmax router, top-k, optional renorm) + sigmoid-gated shared expert.

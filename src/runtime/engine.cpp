@@ -167,4 +167,12 @@ void Engine::decode_greedy(std::span<SequenceCache* const> seqs, std::span<const
   backend_->argmax(out, static_cast<int64_t>(seqs.size()), config().n_vocab, next.data());
 }
 
+void Engine::decode_sample(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens,
+                           std::span<const RowSampling> sampling, std::vector<int32_t>& next) {
+  MEMRA_ASSERT(sampling.size() == seqs.size(), "one RowSampling per sequence");
+  const float* out = decode_forward(seqs, tokens);
+  next.resize(seqs.size());
+  backend_->sample(out, static_cast<int64_t>(seqs.size()), config().n_vocab, sampling.data(), next.data());
+}
+
 }  // namespace memra

@@ -64,6 +64,9 @@ class Engine {
   // Greedy decode step with lean logits: the argmax runs on the backend and only the B token ids
   // come back (next[b] is seqs[b]'s next token).
   void decode_greedy(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<int32_t>& next);
+  // Decode step with per-row sampling on the backend (lean logits: only ids come back).
+  void decode_sample(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens,
+                     std::span<const RowSampling> sampling, std::vector<int32_t>& next);
 
  private:
   Engine() = default;
