@@ -102,7 +102,7 @@ __host__ __device__ constexpr int rs_dup_mask() {
 // One block per (row of the group, kv head x head group, split). GB query heads share the block.
 // part_o: [rows][n_head][max_splits][HD]; part_ml: [rows][n_head][max_splits][2] (max, sum).
 template <int HD, int GB>
-__global__ void __launch_bounds__(kAttnThreads)
+__global__ void __launch_bounds__(kAttnThreads, 2)
     attention_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0, int n_head,
                            int n_head_kv, int q_head_stride, int heads_per_kv, int max_splits, float scale,
                            float* __restrict__ part_o, float* __restrict__ part_ml) {
