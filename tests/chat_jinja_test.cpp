@@ -128,6 +128,12 @@ TEST(ChatTemplateJinja, StrftimeNowFormatsTheClock) {
   EXPECT_GE(std::stoi(year), 2024);
 }
 
+TEST(ChatTemplateJinja, GenerationBlocksAndLoopChanged) {
+  // transformers' {% generation %} only marks assistant text for training masks.
+  EXPECT_EQ(render("a{% generation %}b{{ s }}{% endgeneration %}c"), "abstrc");
+  EXPECT_EQ(render("{% for x in [1, 1, 2] %}{% if loop.changed(x) %}{{ x }}{% endif %}{% endfor %}"), "12");
+}
+
 TEST(ChatTemplateJinja, KeyOrderOfInputIsKept) {
   ojson v = ojson::parse(R"({"t": {"zeta": 1, "alpha": {"y": 2, "b": 3}}})");
   EXPECT_EQ(render("{{ t|tojson }} {% for k in t %}{{ k }}{% endfor %}", v), R"({"zeta": 1, "alpha": {"y": 2, "b": 3}} zetaalpha)");
