@@ -113,3 +113,48 @@ TEST(GpuMatmul, RowsAreBitIdenticalWhateverTheBatch) {
 
 }  // namespace
 }  // namespace memra
+
+namespace memra {
+namespace {
+
+// Fused launches (several projections of one input; the SwiGLU pair) give exactly the bits of
+// separate matmuls (+ silu_mul).
+TEST(GpuMatmul, FusedLaunchesMatchSeparateOnes) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    const int64_t n_in = 2048, rows = 3;
+    HostWeight a = make_weight(t, n_in, 256, 31), b = make_weight(t, n_in, 64, 32), c = make_weight(t, n_in, 8, 33);
+    WeightRef wa = a.ref, wb = b.ref, wc = c.ref;
+    gpu->upload_matrix(wa, a.bytes.data());
+    gpu->upload_matrix(wb, b.bytes.data());
+    gpu->upload_matrix(wc, c.bytes.data());
+    auto x = test::normal_floats(rows * n_in, 1.0f, 34);
+    test::DevFloats dx(*gpu, x), oa(*gpu, rows * 256), ob(*gpu, rows * 64), oc(*gpu, rows * 8);
+    test::DevFloats sa(*gpu, rows * 256), sb(*gpu, rows * 64), sc(*gpu, rows * 8);
+    gpu->reset_scratch();
+    const Backend::MatmulOut outs[3] = {{&wa, oa.get()}, {&wb, ob.get()}, {&wc, oc.get()}};
+    gpu->matmul_multi(dx.get(), rows, outs, 3);
+    gpu->matmul(wa, dx.get(), sa.get(), rows, 0, false);
+    gpu->matmul(wb, dx.get(), sb.get(), rows, 0, false);
+    gpu->matmul(wc, dx.get(), sc.get(), rows, 0, false);
+    EXPECT_EQ(oa.download(), sa.download()) << quant::type_name(t);
+    EXPECT_EQ(ob.download(), sb.download()) << quant::type_name(t);
+    EXPECT_EQ(oc.download(), sc.download()) << quant::type_name(t);
+
+    HostWeight g = make_weight(t, n_in, 512, 35), u = make_weight(t, n_in, 512, 36);
+    WeightRef wg = g.ref, wu = u.ref;
+    gpu->upload_matrix(wg, g.bytes.data());
+    gpu->upload_matrix(wu, u.bytes.data());
+    test::DevFloats act(*gpu, rows * 512), gg(*gpu, rows * 512), uu(*gpu, rows * 512), ref(*gpu, rows * 512);
+    gpu->reset_scratch();
+    gpu->swiglu(wg, wu, dx.get(), act.get(), rows);
+    gpu->matmul(wg, dx.get(), gg.get(), rows, 0, false);
+    gpu->matmul(wu, dx.get(), uu.get(), rows, 0, false);
+    gpu->silu_mul(gg.get(), uu.get(), ref.get(), rows * 512);
+    auto fused = act.download(), plain = ref.download();
+    EXPECT_EQ(0, std::memcmp(fused.data(), plain.data(), fused.size() * 4)) << "swiglu " << quant::type_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace memra

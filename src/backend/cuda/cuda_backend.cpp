@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/matmul_order.h"
 #include "backend/cuda/cuda_backend.h"
 #include "common/error.h"
 #include "common/knobs.h"
@@ -71,6 +72,7 @@ CudaBackend::~CudaBackend() {
   for (auto& [ptr, w] : weights_) cudaFree(const_cast<uint8_t*>(w.data));
   for (auto& [k, p] : inv_freq_) cudaFree(p);
   cudaFree(arena_);
+  cudaFree(q8_slot_);
   cudaFree(step_dev_);
   cudaFreeHost(step_host_);
   if (step_event_) cudaEventDestroy(step_event_);
@@ -137,6 +139,7 @@ const DevWeight& CudaBackend::dev_weight(const WeightRef& w) const {
 }
 
 void CudaBackend::to_device(void* dst, const void* src, size_t bytes) {
+  invalidate_q8();
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
 }
 void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
@@ -144,9 +147,11 @@ void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
   synchronize();
 }
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  invalidate_q8();
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 void CudaBackend::zero(void* dst, size_t bytes) {
+  invalidate_q8();
   if (bytes) CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
 }
 void CudaBackend::synchronize() {
@@ -165,11 +170,15 @@ float* CudaBackend::scratch(size_t n) {
   return p;
 }
 
-void CudaBackend::reset_scratch() { arena_used_ = 0; }
+void CudaBackend::reset_scratch() {
+  invalidate_q8();
+  arena_used_ = 0;
+}
 
 // ---- step tables ----
 
 void CudaBackend::on_step(const StepPlan& plan) {
+  invalidate_q8();
   const int32_t n_rows = static_cast<int32_t>(plan.n_rows());
   const int32_t n_seqs = static_cast<int32_t>(plan.seqs.size());
   const int32_t n_layers = n_seqs ? static_cast<int32_t>(plan.seqs[0].cache->layers.size()) : 0;
@@ -278,18 +287,21 @@ void CudaBackend::graph_end() {
 // ---- ops ----
 
 Q8Act CudaBackend::quantize(const float* x, int64_t rows, int64_t cols) {
+  if (q8_cached_.x == x && q8_cached_.act.rows == rows && q8_cached_.act.cols == cols) return q8_cached_.act;
   OpProfiler::Scope prof(profiler_, "quantize_q8", 0);
   Q8Act a;
   a.rows = rows;
   a.cols = cols;
-  a.q = reinterpret_cast<int8_t*>(scratch(static_cast<size_t>((rows * cols + 3) / 4)));
-  a.d = scratch(static_cast<size_t>(rows * cols / 32));
-  a.s = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows * cols / 32)));
+  a.slots = n_slots(cols / 32);
+  a.q = reinterpret_cast<int8_t*>(scratch(static_cast<size_t>(rows * a.slots * 32 / 4)));
+  a.d = scratch(static_cast<size_t>(rows * a.slots));
+  a.s = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows * a.slots)));
   quantize_q8(x, a, stream_);
   return a;
 }
 
 void CudaBackend::embed(const WeightRef& table, float* out) {
+  invalidate_q8();
   OpProfiler::Scope prof(profiler_, "embed", 0);
   embed_rows(dev_weight(table), step_, step_.n_rows, out, stream_);
 }
@@ -297,7 +309,30 @@ void CudaBackend::embed(const WeightRef& table, float* out) {
 void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
   OpProfiler::Scope prof(profiler_, "rms_norm", 0);
   MEMRA_ASSERT(w.n == dim);
-  cuda::rms_norm(x, w.data, out, rows, dim, eps, stream_);
+  invalidate_q8();
+  if (dim % 32 != 0) {
+    cuda::rms_norm(x, w.data, out, rows, dim, eps, stream_);
+    return;
+  }
+  const int64_t slots = n_slots(dim / 32);
+  const size_t q_bytes = (static_cast<size_t>(rows * slots * 32) + 255) / 256 * 256;
+  const size_t need = q_bytes + 2 * static_cast<size_t>(rows * slots) * 4;
+  if (need > q8_slot_bytes_) {
+    MEMRA_ASSERT(!capturing_, "activation slot grew during graph capture");
+    drop_graphs();  // recorded steps write the old slot
+    if (q8_slot_) free(q8_slot_);
+    q8_slot_bytes_ = std::max(need, q8_slot_bytes_ * 2);
+    q8_slot_ = static_cast<uint8_t*>(alloc(q8_slot_bytes_));
+  }
+  Q8Act a;
+  a.rows = rows;
+  a.cols = dim;
+  a.slots = slots;
+  a.q = reinterpret_cast<int8_t*>(q8_slot_);
+  a.d = reinterpret_cast<float*>(q8_slot_ + q_bytes);
+  a.s = reinterpret_cast<int32_t*>(q8_slot_ + q_bytes + static_cast<size_t>(rows * slots) * 4);
+  cuda::rms_norm_q8(x, w.data, out, a, rows, dim, eps, stream_);
+  q8_cached_ = {out, a};
 }
 
 void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) {
@@ -314,41 +349,67 @@ void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t
 
 void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) {
   if (rows == 0 || n_outs == 0) return;
-  Q8Act act;
-  bool have_act = false;
+  for (int i = 0; i < n_outs; ++i) MEMRA_ASSERT(outs[i].out != x, "matmul output aliases its input");
+  // Quantized projections of one device type and width share one activation quantization and
+  // one launch (up to 4 per launch); float ones run one by one.
+  std::vector<MatmulTarget> group;
+  std::string group_name;
+  double group_bytes = 0;
+  auto flush = [&] {
+    if (group.empty()) return;
+    OpProfiler::Scope prof(profiler_, group_name, group_bytes);
+    matmul_q8_multi(group.data(), static_cast<int>(group.size()), quantize(x, rows, group[0].w->n_in), stream_);
+    group.clear();
+    group_name.clear();
+    group_bytes = 0;
+  };
   for (int i = 0; i < n_outs; ++i) {
     const DevWeight& dw = dev_weight(*outs[i].w);
-    std::string prof_name;
+    std::string name;
     if (profiler_.enabled()) {
       const std::string& n = outs[i].w->name;
-      size_t dot = n.find('.', n.rfind("blk.") == 0 ? 4 : 0);
-      prof_name = fmt::format("matmul {} {} r{}", n.rfind("blk.", 0) == 0 ? n.substr(dot + 1) : n,
-                              quant::type_name(outs[i].w->type), rows);
+      name = n.rfind("blk.", 0) == 0 ? n.substr(n.find('.', 4) + 1) : n;
+      if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) name.resize(name.size() - 7);
     }
-    if (is_quantized(dw.type) && !have_act) {
-      act = quantize(x, rows, dw.n_in);
-      have_act = true;
-    }
-    OpProfiler::Scope prof(profiler_, prof_name, static_cast<double>(dw.mat_stride));
-    if (is_quantized(dw.type)) {
-      if (!have_act) {
-        act = quantize(x, rows, dw.n_in);
-        have_act = true;
-      }
-      MEMRA_ASSERT(act.cols == dw.n_in, "matmul_multi: inputs of different widths");
-      matmul_q8(dw, 0, act, outs[i].out, dw.n_out, outs[i].accumulate, stream_);
-    } else {
+    if (!is_quantized(dw.type)) {
+      flush();
+      OpProfiler::Scope prof(profiler_, fmt::format("matmul {} {} r{}", name, quant::type_name(dw.type), rows),
+                             static_cast<double>(dw.mat_stride));
       matmul_f(dw, 0, x, rows, outs[i].out, dw.n_out, outs[i].accumulate, stream_);
+      continue;
     }
+    if (!group.empty() && (group.size() == 4 || group[0].w->type != dw.type || group[0].w->n_in != dw.n_in)) flush();
+    group.push_back(MatmulTarget{&dw, 0, outs[i].out, dw.n_out, outs[i].accumulate});
+    if (profiler_.enabled())
+      group_name = group_name.empty() ? fmt::format("matmul {} {} r{}", name, quant::type_name(dw.type), rows)
+                                      : group_name + "+" + name;
+    group_bytes += static_cast<double>(dw.mat_stride);
   }
+  flush();
+}
+
+void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows) {
+  const DevWeight& g = dev_weight(gate);
+  const DevWeight& u = dev_weight(up);
+  if (!is_quantized(g.type) || g.type != u.type || g.n_in != u.n_in || g.n_out != u.n_out) {
+    Backend::swiglu(gate, up, x, act, rows);
+    return;
+  }
+  const Q8Act a = quantize(x, rows, g.n_in);
+  OpProfiler::Scope prof(profiler_, fmt::format("swiglu gate+up {} r{}", quant::type_name(g.type), rows),
+                         static_cast<double>(g.mat_stride + u.mat_stride));
+  invalidate_q8();  // act is written
+  matmul_q8_swiglu(g, u, a, act, stream_);
 }
 
 void CudaBackend::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  invalidate_q8();
   OpProfiler::Scope prof(profiler_, "silu_mul", 0);
   cuda::silu_mul(gate, up, out, n, stream_);
 }
 
 void CudaBackend::gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) {
+  invalidate_q8();
   OpProfiler::Scope prof(profiler_, "gather_rows", 0);
   int32_t* dev = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(n)));
   to_device(dev, src_rows, static_cast<size_t>(n) * sizeof(int32_t));
@@ -371,6 +432,7 @@ const float* CudaBackend::inv_freq(int n_rot, float theta) {
 
 void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
                                float eps) {
+  invalidate_q8();
   OpProfiler::Scope prof(profiler_, "qk_norm_rope", 0);
   MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
   cuda::qk_norm_rope(q, k, q_norm.data, k_norm.data, inv_freq(s.n_rot, s.rope_theta), step_, step_.n_rows, s, eps,
@@ -379,6 +441,7 @@ void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const V
 
 void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
                             const AttnShape& s) {
+  invalidate_q8();
   for (const StepSeq& seq : plan().seqs)
     MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");
   const int kv_dim = s.n_head_kv * s.head_dim;
@@ -393,11 +456,13 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
 
 void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
                                    int64_t gate_row_stride, int gate_head_stride) {
+  invalidate_q8();
   OpProfiler::Scope prof(profiler_, "sigmoid_gate_mul", 0);
   cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, stream_);
 }
 
 void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) {
+  invalidate_q8();
   MEMRA_ASSERT(w.n == static_cast<int64_t>(channels) * kernel);
   cuda::conv1d_silu(layer, x, w.data, out, channels, kernel, step_, stream_);
 }
@@ -405,6 +470,7 @@ void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float*
 void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
                            const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w,
                            float* y, const GdnShape& s, float eps) {
+  invalidate_q8();
   MEMRA_ASSERT(ssm_a.n == s.n_v && dt_bias.n == s.n_v && norm_w.n == s.d);
   const int channels = s.conv_channels();
   float* conv = scratch(static_cast<size_t>(step_.n_rows) * channels);

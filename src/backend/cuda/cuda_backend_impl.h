@@ -47,6 +47,7 @@ class CudaBackend final : public Backend {
   void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) override;
   void matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) override;
   void silu_mul(const float* gate, const float* up, float* out, int64_t n) override;
+  void swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows) override;
   void gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) override;
 
   void qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
@@ -97,6 +98,15 @@ class CudaBackend final : public Backend {
   bool capturing_ = false;
   void drop_graphs();
   OpProfiler profiler_;
+  // The 8-bit form of the last rms_norm output, kept in a persistent slot until the next op that
+  // could change it: the matmuls reading that output skip their own quantization.
+  struct Q8Cache {
+    const float* x = nullptr;
+    Q8Act act;
+  } q8_cached_;
+  uint8_t* q8_slot_ = nullptr;
+  size_t q8_slot_bytes_ = 0;
+  void invalidate_q8() { q8_cached_.x = nullptr; }
 };
 
 }  // namespace memra::cuda

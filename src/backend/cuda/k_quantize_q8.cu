@@ -2,15 +2,18 @@
 // q = round(x / d), s = sum(q). One warp per block; a row's blocks never depend on other rows.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_order.h"
 
 namespace memra::cuda {
 
 __global__ void quantize_q8_kernel(const float* __restrict__ x, int8_t* __restrict__ q, float* __restrict__ d,
-                                   int32_t* __restrict__ s, int64_t n_blocks) {
-  const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+                                   int32_t* __restrict__ s, int64_t n_blocks, int64_t nb, int64_t ns) {
+  const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = threadIdx.x % kWarp;
-  if (blk >= n_blocks) return;
-  const float v = x[blk * 32 + lane];
+  if (g >= n_blocks) return;
+  const int64_t r = g / nb, b = g % nb;
+  const int64_t blk = r * ns + slot_of_block(b, nb);  // storage slot of this block
+  const float v = x[g * 32 + lane];
   const float amax = warp_max(fabsf(v));
   const float scale = __fdiv_rn(amax, 127.0f);
   int qi = 0;
@@ -24,11 +27,12 @@ __global__ void quantize_q8_kernel(const float* __restrict__ x, int8_t* __restri
 }
 
 void quantize_q8(const float* x, const Q8Act& out, cudaStream_t stream) {
-  MEMRA_ASSERT(out.cols % 32 == 0 && out.rows >= 0);
+  MEMRA_ASSERT(out.cols % 32 == 0 && out.rows >= 0 && out.slots == n_slots(out.cols / 32));
   const int64_t n_blocks = out.rows * out.cols / 32;
   if (n_blocks == 0) return;
   constexpr int threads = 256;
-  quantize_q8_kernel<<<div_up(n_blocks * kWarp, threads), threads, 0, stream>>>(x, out.q, out.d, out.s, n_blocks);
+  quantize_q8_kernel<<<div_up(n_blocks * kWarp, threads), threads, 0, stream>>>(x, out.q, out.d, out.s, n_blocks,
+                                                                              out.cols / 32, out.slots);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -1,7 +1,10 @@
 // Row-wise ops: embedding lookup, RMSNorm, SwiGLU product, attention output gate, row gather.
 // Each output row depends only on its own input row (fixed in-row reduction trees).
+#include <algorithm>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_order.h"
 #include "backend/cuda/weight_layout.h"
 
 namespace memra::cuda {
@@ -16,15 +19,16 @@ __device__ __forceinline__ int nibble(const uint8_t* qs16, int l) {
 // Element i of a device-layout row, decoded exactly as weight_layout.cpp's unpack_row does.
 __device__ float decode_element(const DevWeight& w, const uint8_t* row, int64_t i) {
   const int64_t b = i / 32;
+  const int64_t k = slot_of_block(b, w.nb);  // per-block sections are stored by slot
   const int l = static_cast<int>(i % 32);
   switch (w.type) {
     case GgmlType::F32: return reinterpret_cast<const float*>(row)[i];
     case GgmlType::F16: return __half2float(reinterpret_cast<const __half*>(row)[i]);
     case GgmlType::BF16: return __uint_as_float(static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(row)[i]) << 16);
     case GgmlType::Q4_0:
-      return __fmul_rn(half_at(row + w.off_b + 2 * b), static_cast<float>(nibble(row + 16 * b, l) - 8));
+      return __fmul_rn(half_at(row + w.off_b + 2 * k), static_cast<float>(nibble(row + 16 * k, l) - 8));
     case GgmlType::Q8_0:
-      return __fmul_rn(half_at(row + w.off_b + 2 * b), static_cast<float>(static_cast<int8_t>(row[32 * b + l])));
+      return __fmul_rn(half_at(row + w.off_b + 2 * k), static_cast<float>(static_cast<int8_t>(row[32 * k + l])));
     case GgmlType::Q4_K:
     case GgmlType::Q5_K: {
       const bool five = w.type == GgmlType::Q5_K;
@@ -41,16 +45,16 @@ __device__ float decode_element(const DevWeight& w, const uint8_t* row, int64_t 
       }
       const float d = __fmul_rn(half_at(meta), static_cast<float>(sc));
       const float mn = __fmul_rn(half_at(meta + 2), static_cast<float>(m));
-      int v = nibble(row + 16 * b, l);
-      if (five) v += 16 * ((*reinterpret_cast<const uint32_t*>(row + w.off_b + 4 * b) >> l) & 1);
+      int v = nibble(row + 16 * k, l);
+      if (five) v += 16 * ((*reinterpret_cast<const uint32_t*>(row + w.off_b + 4 * k) >> l) & 1);
       return __fsub_rn(__fmul_rn(d, static_cast<float>(v)), mn);
     }
     case GgmlType::Q6_K: {
-      const uint32_t word = reinterpret_cast<const uint32_t*>(row + w.off_b + 8 * b)[l / 16];
+      const uint32_t word = reinterpret_cast<const uint32_t*>(row + w.off_b + 8 * k)[l / 16];
       const int k4 = (l % 16) / 4, p = l % 4;
-      const int q = nibble(row + 16 * b, l) | static_cast<int>(((word >> (8 * p + 2 * k4)) & 3) << 4);
-      const int sc = static_cast<int8_t>(row[w.off_c + 2 * b + (l / 16)]);
-      const float d = half_at(row + w.off_c + 2 * w.nb + 2 * (b / 8));
+      const int q = nibble(row + 16 * k, l) | static_cast<int>(((word >> (8 * p + 2 * k4)) & 3) << 4);
+      const int sc = static_cast<int8_t>(row[w.off_c + 2 * k + (l / 16)]);
+      const float d = half_at(row + w.off_c + 2 * w.ns + 2 * (b / 8));
       return __fmul_rn(__fmul_rn(d, static_cast<float>(sc)), static_cast<float>(q - 32));
     }
     default: return __int_as_float(0x7fc00000);
@@ -65,16 +69,76 @@ __global__ void embed_kernel(const DevWeight w, const int32_t* __restrict__ toke
   out[r * w.n_in + i] = decode_element(w, row, i);
 }
 
-__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
-                                int64_t dim, float eps) {
-  __shared__ float red[32];
-  const float* xr = x + blockIdx.x * dim;
+// RMSNorm of one row per thread block. Each thread keeps its elements in registers (loaded once,
+// all loads in flight together); the sum of squares is a per-thread fma chain over its elements
+// in index order, then block_sum's fixed tree. kMaxPerThread * blockDim.x >= dim.
+constexpr int kNormThreads = 1024;
+constexpr int kMaxPerThread = 8;  // dim up to 8192
+
+__device__ __forceinline__ float row_rms_scale(const float* xr, int64_t dim, float eps, float (&v)[kMaxPerThread],
+                                               float* red) {
   float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) ss = __fmaf_rn(xr[i], xr[i], ss);
+#pragma unroll
+  for (int k = 0; k < kMaxPerThread; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    v[k] = i < dim ? xr[i] : 0.0f;
+  }
+#pragma unroll
+  for (int k = 0; k < kMaxPerThread; ++k) ss = __fmaf_rn(v[k], v[k], ss);
   ss = block_sum(ss, red);
-  const float scale = __frsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(dim)), eps));
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
-    out[blockIdx.x * dim + i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
+  return __frsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(dim)), eps));
+}
+
+__global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                                                               float* __restrict__ out, int64_t dim, float eps) {
+  __shared__ float red[32];
+  float v[kMaxPerThread];
+  const float scale = row_rms_scale(x + blockIdx.x * dim, dim, eps, v, red);
+#pragma unroll
+  for (int k = 0; k < kMaxPerThread; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    if (i < dim) out[blockIdx.x * dim + i] = __fmul_rn(__fmul_rn(v[k], scale), w[i]);
+  }
+}
+
+// The same values as rms_norm_kernel, then each warp quantizes the 32-element blocks it holds
+// exactly as quantize_q8_kernel does (max |v| / 127, round(v / d), sum of codes), writing them in
+// slot order. Thread t holds element t + k*blockDim.x: with blockDim.x a multiple of 32, warp w
+// holds whole blocks (w + k*blockDim.x/32).
+__global__ void __launch_bounds__(kNormThreads)
+    rms_norm_q8_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
+                       int8_t* __restrict__ q, float* __restrict__ d, int32_t* __restrict__ s, int64_t dim, int64_t ns,
+                       float eps) {
+  __shared__ float red[32];
+  float v[kMaxPerThread];
+  const float scale = row_rms_scale(x + blockIdx.x * dim, dim, eps, v, red);
+  const int lane = threadIdx.x % kWarp;
+  const int64_t nb = dim / 32;
+#pragma unroll
+  for (int k = 0; k < kMaxPerThread; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    if (i - lane >= dim) break;  // warp-uniform: whole blocks
+    const float y = __fmul_rn(__fmul_rn(v[k], scale), w[i]);
+    out[blockIdx.x * dim + i] = y;
+    const float amax = warp_max(fabsf(y));
+    const float dq = __fdiv_rn(amax, 127.0f);
+    int qi = 0;
+    if (dq > 0.0f) qi = max(-127, min(127, __float2int_rn(__fdiv_rn(y, dq))));
+    const int64_t slot = blockIdx.x * ns + slot_of_block(i / 32, nb);
+    q[slot * 32 + lane] = static_cast<int8_t>(qi);
+    const int sum = __reduce_add_sync(0xffffffffu, qi);
+    if (lane == 0) {
+      d[slot] = dq;
+      s[slot] = sum;
+    }
+  }
+}
+
+unsigned norm_threads(int64_t dim) {
+  // Enough threads that each holds at most kMaxPerThread elements; a multiple of 32.
+  int64_t t = (dim + kMaxPerThread - 1) / kMaxPerThread;
+  t = std::max<int64_t>(64, (t + 31) / 32 * 32);
+  return static_cast<unsigned>(std::min<int64_t>(t, kNormThreads));
 }
 
 __global__ void silu_mul_kernel(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
@@ -110,8 +174,19 @@ void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, 
 }
 
 void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps, cudaStream_t stream) {
+  MEMRA_ASSERT(dim <= int64_t{kNormThreads} * kMaxPerThread);
   if (rows == 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), 256, 0, stream>>>(x, w, out, dim, eps);
+  rms_norm_kernel<<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(x, w, out, dim, eps);
+  CUDA_LAUNCH_CHECK();
+}
+
+void rms_norm_q8(const float* x, const float* w, float* out, const Q8Act& q, int64_t rows, int64_t dim, float eps,
+                 cudaStream_t stream) {
+  MEMRA_ASSERT(dim % 32 == 0 && q.rows == rows && q.cols == dim && q.slots == n_slots(dim / 32));
+  MEMRA_ASSERT(dim <= int64_t{kNormThreads} * kMaxPerThread);
+  if (rows == 0) return;
+  rms_norm_q8_kernel<<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(x, w, out, q.q, q.d, q.s, dim,
+                                                                                      q.slots, eps);
   CUDA_LAUNCH_CHECK();
 }
 

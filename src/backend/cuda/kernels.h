@@ -13,13 +13,15 @@ namespace memra::cuda {
 
 // ---- activations in the 8-bit form the quantized matmuls consume ----
 // Per 32-element block of a row: int8 q[32], float d (scale), int32 s (sum of q). x = d * q.
+// Blocks are stored in slots (matmul_order.h): block b of a row at slot slot_of_block(b, cols/32).
 struct Q8Act {
-  int8_t* q = nullptr;    // rows x cols
-  float* d = nullptr;     // rows x cols/32
-  int32_t* s = nullptr;   // rows x cols/32
+  int8_t* q = nullptr;    // rows x slots x 32
+  float* d = nullptr;     // rows x slots
+  int32_t* s = nullptr;   // rows x slots
   int64_t rows = 0, cols = 0;
+  int64_t slots = 0;      // n_slots(cols / 32)
 };
-// cols must be a multiple of 32.
+// cols must be a multiple of 32. Slots beyond the row's blocks are not written.
 void quantize_q8(const float* x, const Q8Act& out, cudaStream_t stream);
 
 // ---- matmul ----
@@ -29,12 +31,36 @@ struct DevWeight;
 // (matmul_order.h), so a row's result never depends on `rows`.
 void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
                cudaStream_t stream);
+// Up to 4 projections of the same input in one launch; all weights of one device type and n_in.
+struct MatmulTarget {
+  const DevWeight* w;
+  int64_t mat;
+  float* out;
+  int64_t out_stride;
+  bool accumulate;
+};
+void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream);
+// act = silu(x . gate) * (x . up), bit-identical to two matmul_q8 calls and silu_mul.
+void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, cudaStream_t stream);
+// Kernel argument of the GEMV launches (k_matmul_q8.cu).
+struct GemvJob {
+  int n = 0;
+  const uint8_t* mat[4] = {};
+  float* out[4] = {};
+  int64_t out_stride[4] = {};
+  int64_t row_begin[5] = {};
+  bool accumulate[4] = {};
+};
 void matmul_f(const DevWeight& w, int64_t mat, const float* x, int64_t rows, float* out, int64_t out_stride,
               bool accumulate, cudaStream_t stream);
 
 // ---- row-wise ----
 void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, float* out, cudaStream_t stream);
 void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps, cudaStream_t stream);
+// rms_norm, also writing the 8-bit form of `out` (bit-identical to quantize_q8(out)): the norm
+// that feeds a group of quantized matmuls saves a launch and a pass. dim % 32 == 0.
+void rms_norm_q8(const float* x, const float* w, float* out, const Q8Act& q, int64_t rows, int64_t dim, float eps,
+                 cudaStream_t stream);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
 void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim, int64_t gate_row_stride,
                       int gate_head_stride, cudaStream_t stream);

@@ -19,13 +19,30 @@
 
 #include <cstdint>
 
+#ifdef __CUDACC__
+#define MEMRA_ORDER_HD __host__ __device__
+#else
+#define MEMRA_ORDER_HD
+#endif
+
 namespace memra::cuda {
 
 // Blocks per chunk for a row of nb blocks.
-__host__ __device__ constexpr int64_t chunk_blocks(int64_t nb) { return (nb + 31) / 32; }
+MEMRA_ORDER_HD constexpr int64_t chunk_blocks(int64_t nb) { return (nb + 31) / 32; }
 
-__host__ __device__ constexpr int bitrev5(int x) {
+MEMRA_ORDER_HD constexpr int bitrev5(int x) {
   return ((x & 1) << 4) | ((x & 2) << 2) | (x & 4) | ((x & 8) >> 2) | ((x & 16) >> 4);
+}
+
+// Storage order. Quantized weight rows and 8-bit activation rows keep their per-block data in
+// "slots": block b = c*cs + u (chunk c, step u) lives in slot u*32 + bitrev5(c). Lane l of a warp
+// owns chunk bitrev5(l), so at step u the 32 lanes read slots u*32 .. u*32+31: one contiguous,
+// fully coalesced piece per load instruction. A row has 32*cs slots (>= nb; the extra ones are
+// zero and never read). Per-super-block data (K-quant scales) stays in natural order.
+MEMRA_ORDER_HD constexpr int64_t n_slots(int64_t nb) { return 32 * chunk_blocks(nb); }
+MEMRA_ORDER_HD constexpr int64_t slot_of_block(int64_t b, int64_t nb) {
+  const int64_t cs = chunk_blocks(nb);
+  return (b % cs) * 32 + bitrev5(static_cast<int>(b / cs));
 }
 
 }  // namespace memra::cuda

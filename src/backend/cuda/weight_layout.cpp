@@ -1,6 +1,8 @@
 // Repacking GGUF weight rows into the device layout (weight_layout.h), on the host at load time.
 #include "backend/cuda/weight_layout.h"
 
+#include "backend/cuda/matmul_order.h"
+
 #include <cstring>
 #include <vector>
 
@@ -40,23 +42,24 @@ DevWeight plan_layout(GgmlType file_type, int64_t n_in, int64_t n_out, int64_t n
   w.n_out = n_out;
   w.n_mat = n_mat;
   w.nb = n_in / 32;
-  const size_t nb = static_cast<size_t>(w.nb);
+  w.ns = n_slots(w.nb);
+  const size_t nb = static_cast<size_t>(w.nb), ns = static_cast<size_t>(w.ns);
   size_t bytes = 0;
   switch (w.type) {
     case GgmlType::F32: bytes = static_cast<size_t>(n_in) * 4; break;
     case GgmlType::F16: case GgmlType::BF16: bytes = static_cast<size_t>(n_in) * 2; break;
-    case GgmlType::Q4_0: w.off_b = static_cast<uint32_t>(nb * 16); bytes = nb * 18; break;
-    case GgmlType::Q8_0: w.off_b = static_cast<uint32_t>(nb * 32); bytes = nb * 34; break;
-    case GgmlType::Q4_K: w.off_b = static_cast<uint32_t>(nb * 16); bytes = nb * 16 + nb / 8 * 16; break;
+    case GgmlType::Q4_0: w.off_b = static_cast<uint32_t>(ns * 16); bytes = ns * 18; break;
+    case GgmlType::Q8_0: w.off_b = static_cast<uint32_t>(ns * 32); bytes = ns * 34; break;
+    case GgmlType::Q4_K: w.off_b = static_cast<uint32_t>(ns * 16); bytes = ns * 16 + nb / 8 * 16; break;
     case GgmlType::Q5_K:
-      w.off_b = static_cast<uint32_t>(nb * 16);
-      w.off_c = static_cast<uint32_t>(nb * 20);
-      bytes = nb * 20 + nb / 8 * 16;
+      w.off_b = static_cast<uint32_t>(ns * 16);
+      w.off_c = static_cast<uint32_t>(ns * 20);
+      bytes = ns * 20 + nb / 8 * 16;
       break;
     case GgmlType::Q6_K:
-      w.off_b = static_cast<uint32_t>(nb * 16);
-      w.off_c = static_cast<uint32_t>(nb * 24);
-      bytes = nb * 26 + nb / 8 * 2;
+      w.off_b = static_cast<uint32_t>(ns * 16);
+      w.off_c = static_cast<uint32_t>(ns * 24);
+      bytes = ns * 26 + nb / 8 * 2;
       break;
     default: MEMRA_ASSERT(false, "no device layout for type");
   }
@@ -89,14 +92,16 @@ void repack_rows(const DevWeight& w, GgmlType file_type, const uint8_t* src, int
       case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: std::memcpy(d, s, src_row); break;
       case GgmlType::Q4_0:  // ggml block: f16 d, qs[16] already in our nibble order
         for (int64_t b = 0; b < nb; ++b) {
-          std::memcpy(d + 16 * b, s + 18 * b + 2, 16);
-          std::memcpy(d + w.off_b + 2 * b, s + 18 * b, 2);
+          const int64_t k = slot_of_block(b, nb);
+          std::memcpy(d + 16 * k, s + 18 * b + 2, 16);
+          std::memcpy(d + w.off_b + 2 * k, s + 18 * b, 2);
         }
         break;
       case GgmlType::Q8_0:  // f16 d, int8 qs[32]
         for (int64_t b = 0; b < nb; ++b) {
-          std::memcpy(d + 32 * b, s + 34 * b + 2, 32);
-          std::memcpy(d + w.off_b + 2 * b, s + 34 * b, 2);
+          const int64_t k = slot_of_block(b, nb);
+          std::memcpy(d + 32 * k, s + 34 * b + 2, 32);
+          std::memcpy(d + w.off_b + 2 * k, s + 34 * b, 2);
         }
         break;
       case GgmlType::Q4_K:
@@ -116,9 +121,9 @@ void repack_rows(const DevWeight& w, GgmlType file_type, const uint8_t* src, int
               v[l] = (i % 2 == 0) ? (qs[32 * g + l] & 0xF) : (qs[32 * g + l] >> 4);
               if (five) high |= static_cast<uint32_t>((qh[l] >> i) & 1) << l;
             }
-            const int64_t b = sb * 8 + i;
-            pack_nibbles(v, d + 16 * b);
-            if (five) std::memcpy(d + w.off_b + 4 * b, &high, 4);
+            const int64_t k = slot_of_block(sb * 8 + i, nb);
+            pack_nibbles(v, d + 16 * k);
+            if (five) std::memcpy(d + w.off_b + 4 * k, &high, 4);
           }
         }
         break;
@@ -129,7 +134,7 @@ void repack_rows(const DevWeight& w, GgmlType file_type, const uint8_t* src, int
           const uint8_t* ql = blk;
           const uint8_t* qh = blk + 128;
           const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-          std::memcpy(d + w.off_c + 2 * nb + 2 * sb, blk + 208, 2);  // f16 d
+          std::memcpy(d + w.off_c + 2 * w.ns + 2 * sb, blk + 208, 2);  // f16 d
           for (int i = 0; i < 8; ++i) {
             const int h = i / 4, k = i % 4;
             uint32_t words[2] = {0, 0};
@@ -140,11 +145,11 @@ void repack_rows(const DevWeight& w, GgmlType file_type, const uint8_t* src, int
               const int wsel = l / 16, k4 = (l % 16) / 4, p = l % 4;
               words[wsel] |= hb << (8 * p + 2 * k4);
             }
-            const int64_t b = sb * 8 + i;
-            pack_nibbles(v, d + 16 * b);
-            std::memcpy(d + w.off_b + 8 * b, words, 8);
-            d[w.off_c + 2 * b] = static_cast<uint8_t>(sc[8 * h + 2 * k]);
-            d[w.off_c + 2 * b + 1] = static_cast<uint8_t>(sc[8 * h + 2 * k + 1]);
+            const int64_t slot = slot_of_block(sb * 8 + i, nb);
+            pack_nibbles(v, d + 16 * slot);
+            std::memcpy(d + w.off_b + 8 * slot, words, 8);
+            d[w.off_c + 2 * slot] = static_cast<uint8_t>(sc[8 * h + 2 * k]);
+            d[w.off_c + 2 * slot + 1] = static_cast<uint8_t>(sc[8 * h + 2 * k + 1]);
           }
         }
         break;
@@ -176,20 +181,21 @@ void unpack_row(const DevWeight& w, const uint8_t* row, float* out) {
     default: break;
   }
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* qs = row + 16 * b;
+    const int64_t k = slot_of_block(b, nb);
+    const uint8_t* qs = row + 16 * k;
     float* o = out + 32 * b;
     uint16_t h;
     switch (w.type) {
       case GgmlType::Q4_0: {
-        std::memcpy(&h, row + w.off_b + 2 * b, 2);
+        std::memcpy(&h, row + w.off_b + 2 * k, 2);
         float d = quant::f16_to_f32(h);
         for (int l = 0; l < 32; ++l) o[l] = d * static_cast<float>(nibble(qs, l) - 8);
         break;
       }
       case GgmlType::Q8_0: {
-        std::memcpy(&h, row + w.off_b + 2 * b, 2);
+        std::memcpy(&h, row + w.off_b + 2 * k, 2);
         float d = quant::f16_to_f32(h);
-        for (int l = 0; l < 32; ++l) o[l] = d * static_cast<float>(static_cast<int8_t>(row[32 * b + l]));
+        for (int l = 0; l < 32; ++l) o[l] = d * static_cast<float>(static_cast<int8_t>(row[32 * k + l]));
         break;
       }
       case GgmlType::Q4_K: case GgmlType::Q5_K: {
@@ -202,19 +208,19 @@ void unpack_row(const DevWeight& w, const uint8_t* row, float* out) {
         k_scale_min(static_cast<int>(b % 8), meta + 4, sc, m);
         float d = quant::f16_to_f32(hd) * sc, mn = quant::f16_to_f32(hm) * m;
         uint32_t high = 0;
-        if (five) std::memcpy(&high, row + w.off_b + 4 * b, 4);
+        if (five) std::memcpy(&high, row + w.off_b + 4 * k, 4);
         for (int l = 0; l < 32; ++l) o[l] = d * static_cast<float>(nibble(qs, l) + 16 * ((high >> l) & 1)) - mn;
         break;
       }
       case GgmlType::Q6_K: {
         uint32_t words[2];
-        std::memcpy(words, row + w.off_b + 8 * b, 8);
-        std::memcpy(&h, row + w.off_c + 2 * nb + 2 * (b / 8), 2);
+        std::memcpy(words, row + w.off_b + 8 * k, 8);
+        std::memcpy(&h, row + w.off_c + 2 * w.ns + 2 * (b / 8), 2);
         float d = quant::f16_to_f32(h);
         for (int l = 0; l < 32; ++l) {
           const int wsel = l / 16, k4 = (l % 16) / 4, p = l % 4;
           int q = nibble(qs, l) | static_cast<int>(((words[wsel] >> (8 * p + 2 * k4)) & 3) << 4);
-          int sc = static_cast<int8_t>(row[w.off_c + 2 * b + (l / 16)]);
+          int sc = static_cast<int8_t>(row[w.off_c + 2 * k + (l / 16)]);
           o[l] = d * static_cast<float>(sc) * static_cast<float>(q - 32);
         }
         break;

@@ -4,13 +4,14 @@
 // of the same row. The bytes per row are unchanged (plus padding to 16), so the bandwidth floor
 // is the file's.
 //
-// Sections, per row of nb = n_in/32 blocks (nsb = n_in/256 super-blocks for K-quants):
-//   Q4_0: qs[nb][16] (Q4_0 nibble order: byte i = elem i | elem i+16 << 4), d f16[nb]
-//   Q8_0: qs[nb][32] int8, d f16[nb]
-//   Q4_K: qs[nb][16] (same nibble order), meta[nsb][16] = {f16 d, f16 dmin, u8 scales[12]}
-//   Q5_K: qs[nb][16], qh[nb] u32 (bit i = 5th bit of elem i), meta[nsb][16]
-//   Q6_K: ql[nb][16] (nibble order), qh[nb][2] u32 (word w: elem 16w+4k+p's 2 bits at bit
-//         8p+2k), sc[nb][2] int8 (elems 0-15, 16-31), d f16[nsb]
+// Sections, per row of nb = n_in/32 blocks, ns = n_slots(nb) block slots (matmul_order.h: block
+// b sits in slot slot_of_block(b)), nsb = n_in/256 super-blocks for K-quants (natural order):
+//   Q4_0: qs[ns][16] (Q4_0 nibble order: byte i = elem i | elem i+16 << 4), d f16[ns]
+//   Q8_0: qs[ns][32] int8, d f16[ns]
+//   Q4_K: qs[ns][16] (same nibble order), meta[nsb][16] = {f16 d, f16 dmin, u8 scales[12]}
+//   Q5_K: qs[ns][16], qh[ns] u32 (bit i = 5th bit of elem i), meta[nsb][16]
+//   Q6_K: ql[ns][16] (nibble order), qh[ns][2] u32 (word w: elem 16w+4k+p's 2 bits at bit
+//         8p+2k), sc[ns][2] int8 (elems 0-15, 16-31), d f16[nsb]
 //   F32 / F16 / BF16: the plain row.
 // Types without a device kernel (Q4_1, Q5_x, Q2_K, Q3_K) are converted to F16 on upload.
 #pragma once
@@ -27,6 +28,7 @@ struct DevWeight {
   GgmlType type = GgmlType::F32;  // device type (after any conversion)
   int64_t n_in = 0, n_out = 0, n_mat = 1;
   int64_t nb = 0;           // 32-element blocks per row
+  int64_t ns = 0;           // block slots per row (quantized types), n_slots(nb)
   size_t row_stride = 0;    // bytes between rows (multiple of 16)
   size_t mat_stride = 0;    // bytes between matrices
   uint32_t off_a = 0;       // section offsets within a row (see the table above)
