@@ -54,8 +54,10 @@ TEST(CudaLayout, ConvertedTypesBecomeF16) {
 }
 
 TEST(CudaLayout, RowStrideIsPaddedForOddBlockCounts) {
-  cuda::DevWeight w = cuda::plan_layout(GgmlType::Q4_0, 96, 4, 1);  // 3 blocks = 54 bytes
-  EXPECT_EQ(w.row_stride, 64u);
+  // 3 blocks occupy 32 slots (one chunk each, matmul_order.h): 32 x 18 bytes.
+  cuda::DevWeight w = cuda::plan_layout(GgmlType::Q4_0, 96, 4, 1);
+  EXPECT_EQ(w.ns, 32);
+  EXPECT_EQ(w.row_stride, 576u);
   check_type(GgmlType::Q4_0, 96, 4);
   check_type(GgmlType::Q8_0, 160, 4);
 }
