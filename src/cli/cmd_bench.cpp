@@ -36,6 +36,7 @@ struct Args {
   std::vector<int> batches{1};
   int reps = 5;
   std::string jsonl;
+  bool verify_exact = false;
 };
 
 struct Stats {
@@ -146,15 +147,18 @@ void run(const Args& a) {
     for (int batch : a.batches) {
       std::vector<double> tps;
       double step_bytes = 0;
+      std::vector<std::vector<int32_t>> prompts(batch), streams(batch);
       for (int r = 0; r <= a.reps; ++r) {
         std::vector<std::unique_ptr<SequenceCache>> seqs;
         std::vector<SequenceCache*> ptrs;
         std::vector<int32_t> tokens;
         for (int b = 0; b < batch; ++b) {
           seqs.push_back(e.new_sequence());
-          if (depth > 0) e.prefill(*seqs.back(), random_tokens(depth), nullptr);
+          prompts[b] = random_tokens(depth);
+          if (depth > 0) e.prefill(*seqs.back(), prompts[b], nullptr);
           ptrs.push_back(seqs.back().get());
           tokens.push_back(random_tokens(1)[0]);
+          streams[b] = {tokens.back()};
         }
         step_bytes = static_cast<double>(e.model().decode_weight_bytes()) +
                      batch * sequence_step_bytes(c, *seqs[0], depth + a.n_gen / 2.0);
@@ -167,9 +171,32 @@ void run(const Args& a) {
         for (int i = 0; i < a.n_gen; ++i) {
           e.decode_greedy(ptrs, tokens, next);
           tokens = next;
+          if (a.verify_exact && r == a.reps)
+            for (int b = 0; b < batch; ++b) streams[b].push_back(next[b]);
         }
         double t = now_s() - t0;
         if (r > 0) tps.push_back(static_cast<double>(batch) * a.n_gen / t);
+      }
+      if (a.verify_exact && batch > 1) {
+        // Re-run every sequence of the last repetition alone: its tokens must be the batched ones.
+        int bad = 0;
+        for (int b = 0; b < batch; ++b) {
+          auto seq = e.new_sequence();
+          if (depth > 0) e.prefill(*seq, prompts[b], nullptr);
+          SequenceCache* sp = seq.get();
+          std::vector<int32_t> tok{streams[b][0]}, next;
+          // the same two warm-up steps, then the timed ones
+          std::vector<int32_t> alone{tok[0]};
+          for (int i = 0; i < 2 + a.n_gen; ++i) {
+            e.decode_greedy(std::span<SequenceCache* const>(&sp, 1), tok, next);
+            tok = next;
+            if (i >= 2) alone.push_back(next[0]);
+          }
+          if (alone != streams[b]) ++bad;
+        }
+        std::fprintf(stderr, "memra bench: verify-exact B=%d depth %d: %d of %d sequences differ from their run alone\n",
+                     batch, depth, bad, batch);
+        if (bad) fail("verify-exact: {} of {} sequences of B={} produced different tokens alone", bad, batch, batch);
       }
       Stats s = stats(tps);
       const double step_ms = 1e3 * batch / s.median;
@@ -190,6 +217,8 @@ CommandRegistrar reg("bench", [](CLI::App& app) {
   cmd->add_option("-b,--batch", args->batches, "decode batch size(s) for tg, comma-separated")
       ->delimiter(',')->check(CLI::Range(1, 4096));
   cmd->add_option("-r,--reps", args->reps, "repetitions (median and stddev are reported)")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--verify-exact", args->verify_exact,
+                "re-run each sequence of a batch alone and fail if any token differs");
   cmd->add_option("--jsonl", args->jsonl, "append one JSON object per result to this file ('-': stderr)");
   cmd->callback([args] { run(*args); });
 });

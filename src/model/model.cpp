@@ -2,16 +2,39 @@
 // Backend op interface (MATH.md gives the math in GGUF terms).
 #include "model/model.h"
 
+#include <chrono>
+#include <cstdio>
+
 #include "common/error.h"
+#include "common/knobs.h"
 #include "gguf/gguf.h"
 #include "model/binder.h"
 #include "runtime/step_plan.h"
 
 namespace memra {
 
+namespace {
+constexpr const char* kPhaseNames[8] = {"embed + first norm", "attention: projections + norm/rope",
+                                        "attention: KV append + attend + gate + out", "deltanet: projections",
+                                        "deltanet: conv + delta rule + gated norm + out", "ffn (norm, gate/up, down)",
+                                        "output norm + head", "unused"};
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void Model::phase_mark(int phase) {
+  if (!phase_active_) return;
+  backend_->synchronize();
+  const double t = now_seconds();
+  phase_seconds_[phase] += t - phase_last_;
+  phase_last_ = t;
+}
+
 std::unique_ptr<Model> Model::load(const gguf::File& file, Backend& backend) {
   std::unique_ptr<Model> m(new Model());
   m->backend_ = &backend;
+  m->phase_on_ = knobs::get_bool("MEMRA_BATCH_PHASE");
   m->cfg_ = ModelConfig::from_gguf(file);
   TensorBinder b(file, backend, *m);
   switch (m->cfg_.arch) {
@@ -25,6 +48,14 @@ std::unique_ptr<Model> Model::load(const gguf::File& file, Backend& backend) {
 }
 
 Model::~Model() {
+  if (phase_on_) {
+    double total = 0;
+    for (double v : phase_seconds_) total += v;
+    std::fprintf(stderr, "[batch-phase] %.1f ms over decode steps (sync-bounded: shares rank phases)\n", total * 1e3);
+    for (int i = 0; i < 7; ++i)
+      std::fprintf(stderr, "  %8.2f ms %5.1f%%  %s\n", phase_seconds_[i] * 1e3,
+                   total > 0 ? 100.0 * phase_seconds_[i] / total : 0.0, kPhaseNames[i]);
+  }
   for (void* p : owned_) backend_->free(p);
 }
 
@@ -71,12 +102,14 @@ void Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, f
   const Backend::MatmulOut qkv[3] = {{&L.attn.wq, q}, {&L.attn.wk, k}, {&L.attn.wv, v}};
   be.matmul_multi(xn, rows, qkv, 3);
   be.qk_norm_rope(q, k, L.attn.q_norm, L.attn.k_norm, s, c.rms_eps);
+  phase_mark(1);
   const int64_t attn_cols = static_cast<int64_t>(c.n_head) * c.head_dim;
   float* attn = be.scratch(rows * attn_cols);
   be.attention(layer, q, k, v, attn, s);
   // The gate of head h sits right after its query in the projection: [q_h | gate_h].
   if (c.attn_gated) be.sigmoid_gate_mul(attn, q + c.head_dim, rows, c.n_head, c.head_dim, q_cols, 2 * c.head_dim);
   be.matmul(L.attn.wo, attn, x, rows, 0, /*accumulate=*/true);
+  phase_mark(2);
 }
 
 void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows) {
@@ -111,9 +144,11 @@ void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, fl
     beta_raw = b;
     alpha_raw = a;
   }
+  phase_mark(3);
   float* y = be.scratch(rows * v_dim);
   be.deltanet(layer, mixed, z, beta_raw, alpha_raw, g.conv, g.ssm_a, g.dt_bias, g.norm, y, s, c.rms_eps);
   be.matmul(g.out, y, x, rows, 0, /*accumulate=*/true);
+  phase_mark(4);
 }
 
 void Model::ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows) {
@@ -142,6 +177,8 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
   // batch size and attention key range: they can be recorded once and replayed.
   bool graphable = static_cast<int64_t>(logit_rows.size()) == rows && static_cast<int64_t>(plan.seqs.size()) == rows;
   for (int64_t i = 0; graphable && i < rows; ++i) graphable = logit_rows[i] == i;
+  const bool decode_step = graphable;
+  if (phase_on_) graphable = false;  // phase timing synchronizes: nothing can be recorded
   int32_t max_kv = 0;
   for (const StepSeq& s : plan.seqs) max_kv = std::max(max_kv, s.pos0 + s.n_rows);
   const uint64_t graph_key = (static_cast<uint64_t>(rows) << 32) | static_cast<uint64_t>((max_kv + 255) / 256);
@@ -153,10 +190,16 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
       recording = true;
     }
   }
+  phase_active_ = phase_on_ && decode_step;
+  if (phase_active_) {
+    backend_->synchronize();
+    phase_last_ = now_seconds();
+  }
   float* x = be.scratch(rows * c.n_embd);
   float* xn = be.scratch(rows * c.n_embd);
   be.embed(token_embd_, x);
   be.rms_norm(x, layers_[0].attn_norm, xn, rows, c.n_embd, c.rms_eps);
+  phase_mark(0);
   // Scratch of a layer is released at its end: only x and xn live across layers.
   const size_t layer_mark = be.scratch_mark();
   for (int l = 0; l < c.n_layer; ++l) {
@@ -168,6 +211,7 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
     ffn(L, xn, x, rows);
     const VecRef& next_norm = l + 1 < c.n_layer ? layers_[l + 1].attn_norm : output_norm_;
     be.rms_norm(x, next_norm, xn, rows, c.n_embd, c.rms_eps);
+    phase_mark(5);
   }
   be.scratch_release(layer_mark);
   const int64_t n_out = static_cast<int64_t>(logit_rows.size());
@@ -180,6 +224,8 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
     head_in = g;
   }
   be.matmul(output_, head_in, logits, n_out);
+  phase_mark(6);
+  phase_active_ = false;
   if (graphable) {
     // The first step of a shape runs eagerly (lazy allocations happen there); the next is recorded.
     if (recording) {

@@ -81,6 +81,13 @@ class Model {
   Backend* backend_ = nullptr;
   std::vector<void*> owned_;  // backend allocations made for converted vectors
   std::unordered_map<uint64_t, const float*> graph_logits_;  // logits buffer of each recorded step
+  // MEMRA_BATCH_PHASE=1: synchronize at phase boundaries of decode steps and accumulate host time
+  // per phase (the sync destroys launch overlap: shares rank the phases, totals are inflated).
+  bool phase_on_ = false;
+  bool phase_active_ = false;  // timing the current forward
+  double phase_last_ = 0;
+  double phase_seconds_[8] = {};
+  void phase_mark(int phase);
   uint64_t total_weight_bytes_ = 0;
 
   // Each block adds its output projection into the residual stream x.

@@ -41,20 +41,24 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
 #pragma unroll
       for (int i = 0; i < NB; ++i) P[v][i] = 0.0f;
     // Step u reads slot u*32 + lane (block b0 + u): one coalesced piece per warp instruction.
-    // Several blocks' weights are loaded before any is used: independent loads in flight.
-    constexpr int kUnroll = NW == 1 ? 4 : 2;
+    // A round fetches kUnroll blocks (raw bytes) before decoding any: their loads are in flight
+    // together, so a warp pays about one memory latency per round.
+    constexpr int kUnroll = NW == 1 ? (NB <= 2 ? 8 : 4) : (NB <= 2 ? 4 : 2);
     for (int64_t u0 = 0; b0 + u0 < b_end; u0 += kUnroll) {
-      int wq[NW][kUnroll][8];
-      BlockScales sc[NW][kUnroll];
+      RawBlock raw[NW][kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
         if (b0 + u0 + u < b_end)
 #pragma unroll
-          for (int v = 0; v < NW; ++v) load_block<T>(wrow[v], w, (u0 + u) * kWarp + lane, b0 + u0 + u, wq[v][u], sc[v][u]);
+          for (int v = 0; v < NW; ++v) raw[v][u] = fetch_block<T>(wrow[v], w, (u0 + u) * kWarp + lane, b0 + u0 + u);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         if (b0 + u0 + u >= b_end) break;
         const int64_t k = (u0 + u) * kWarp + lane;
+        int wq[NW][8];
+        BlockScales sc[NW];
+#pragma unroll
+        for (int v = 0; v < NW; ++v) decode_block<T>(raw[v][u], wq[v], sc[v]);
 #pragma unroll
         for (int i = 0; i < NB; ++i) {
           const int64_t r = r0 + i;
@@ -65,7 +69,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
             const float dx = __ldg(xd + r * ns + k);
             const int sx = __ldg(xs + r * ns + k);
 #pragma unroll
-            for (int v = 0; v < NW; ++v) P[v][i] = __fadd_rn(P[v][i], block_term<T>(wq[v][u], sc[v][u], xv, dx, sx));
+            for (int v = 0; v < NW; ++v) P[v][i] = __fadd_rn(P[v][i], block_term<T>(wq[v], sc[v], xv, dx, sx));
           }
         }
       }

@@ -49,53 +49,101 @@ __device__ __forceinline__ int spread4_bit4(uint32_t t) {
   return static_cast<int>(((t & 1u) << 4) | ((t & 2u) << 11) | ((t & 4u) << 18) | ((t & 8u) << 25));
 }
 
+// A block's bytes as loaded (fetch_block), before decoding (decode_block): a kernel issues the
+// fetches of several blocks first so their loads are in flight together.
+struct RawBlock {
+  int4 q;          // qs / ql (Q8_0: first half)
+  int4 aux;        // Q8_0: second half; Q4_K / Q5_K: super-block meta
+  uint2 hi;        // Q5_K: qh in .x; Q6_K: the two high-bit words
+  uint32_t small;  // f16 d (Q4_0, Q8_0, Q6_K: low 16 bits); Q6_K: the int8 scale pair in the high 16
+  int64_t b;       // natural block index (selects the K-quant sub-scale)
+};
+
 // Block b of a weight row, stored in slot k = slot_of_block(b): the slot indexes the per-block
 // sections, b (natural order) the per-super-block ones.
 template <GgmlType T>
-__device__ __forceinline__ void load_block(const uint8_t* row, const DevWeight& w, int64_t k, int64_t b, int (&wq)[8],
-                                           BlockScales& sc) {
+__device__ __forceinline__ RawBlock fetch_block(const uint8_t* row, const DevWeight& w, int64_t k, int64_t b) {
+  RawBlock r;
+  r.b = b;
   if constexpr (T == GgmlType::Q4_0) {
-    nibbles_to_words(__ldg(reinterpret_cast<const int4*>(row + 16 * k)), wq);
-    sc.a = half_at(row + w.off_b + 2 * k);
+    r.q = __ldg(reinterpret_cast<const int4*>(row + 16 * k));
+    r.small = __ldg(reinterpret_cast<const uint16_t*>(row + w.off_b + 2 * k));
   } else if constexpr (T == GgmlType::Q8_0) {
-    const int4 q0 = __ldg(reinterpret_cast<const int4*>(row + 32 * k));
-    const int4 q1 = __ldg(reinterpret_cast<const int4*>(row + 32 * k + 16));
-    wq[0] = q0.x; wq[1] = q0.y; wq[2] = q0.z; wq[3] = q0.w;
-    wq[4] = q1.x; wq[5] = q1.y; wq[6] = q1.z; wq[7] = q1.w;
-    sc.a = half_at(row + w.off_b + 2 * k);
+    r.q = __ldg(reinterpret_cast<const int4*>(row + 32 * k));
+    r.aux = __ldg(reinterpret_cast<const int4*>(row + 32 * k + 16));
+    r.small = __ldg(reinterpret_cast<const uint16_t*>(row + w.off_b + 2 * k));
   } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
-    nibbles_to_words(__ldg(reinterpret_cast<const int4*>(row + 16 * k)), wq);
+    r.q = __ldg(reinterpret_cast<const int4*>(row + 16 * k));
     const uint32_t meta_off = T == GgmlType::Q5_K ? w.off_c : w.off_b;
-    const int4 meta = __ldg(reinterpret_cast<const int4*>(row + meta_off + 16 * (b / 8)));
-    const uint8_t* mb = reinterpret_cast<const uint8_t*>(&meta);
-    sc.a = half_at(mb);
-    sc.b = half_at(mb + 2);
-    k_scale_min(static_cast<int>(b % 8), mb + 4, sc.i0, sc.i1);
+    r.aux = __ldg(reinterpret_cast<const int4*>(row + meta_off + 16 * (b / 8)));
+    if constexpr (T == GgmlType::Q5_K) r.hi.x = __ldg(reinterpret_cast<const uint32_t*>(row + w.off_b + 4 * k));
+  } else if constexpr (T == GgmlType::Q6_K) {
+    r.q = __ldg(reinterpret_cast<const int4*>(row + 16 * k));
+    r.hi = __ldg(reinterpret_cast<const uint2*>(row + w.off_b + 8 * k));
+    const uint32_t scales = __ldg(reinterpret_cast<const uint16_t*>(row + w.off_c + 2 * k));
+    const uint32_t d = __ldg(reinterpret_cast<const uint16_t*>(row + w.off_c + 2 * w.ns + 2 * (b / 8)));
+    r.small = d | (scales << 16);
+  }
+  return r;
+}
+
+__device__ __forceinline__ float half_bits(uint32_t bits) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFF)));
+}
+
+template <GgmlType T>
+__device__ __forceinline__ void decode_block(const RawBlock& r, int (&wq)[8], BlockScales& sc) {
+  if constexpr (T == GgmlType::Q4_0) {
+    nibbles_to_words(r.q, wq);
+    sc.a = half_bits(r.small);
+  } else if constexpr (T == GgmlType::Q8_0) {
+    wq[0] = r.q.x; wq[1] = r.q.y; wq[2] = r.q.z; wq[3] = r.q.w;
+    wq[4] = r.aux.x; wq[5] = r.aux.y; wq[6] = r.aux.z; wq[7] = r.aux.w;
+    sc.a = half_bits(r.small);
+  } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+    nibbles_to_words(r.q, wq);
+    const uint32_t m0 = static_cast<uint32_t>(r.aux.x), m1 = static_cast<uint32_t>(r.aux.y),
+                   m2 = static_cast<uint32_t>(r.aux.z), m3 = static_cast<uint32_t>(r.aux.w);
+    sc.a = half_bits(m0);
+    sc.b = half_bits(m0 >> 16);
+    // scales[0..11] are bytes 4..15 of the meta: scales[i] = byte (i+4) of (m1, m2, m3).
+    const uint32_t sw[3] = {m1, m2, m3};
+    const int j = static_cast<int>(r.b % 8);
+    auto byte = [&](int i) -> int { return static_cast<int>((sw[i >> 2] >> (8 * (i & 3))) & 0xFF); };
+    if (j < 4) {
+      sc.i0 = byte(j) & 63;
+      sc.i1 = byte(j + 4) & 63;
+    } else {
+      sc.i0 = (byte(j + 4) & 0xF) | ((byte(j - 4) >> 6) << 4);
+      sc.i1 = (byte(j + 4) >> 4) | ((byte(j) >> 6) << 4);
+    }
     if constexpr (T == GgmlType::Q5_K) {
-      const uint32_t qh = __ldg(reinterpret_cast<const uint32_t*>(row + w.off_b + 4 * k));
+      const uint32_t qh = r.hi.x;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        wq[j] |= spread4_bit4(qh >> (4 * j));
-        wq[4 + j] |= spread4_bit4(qh >> (16 + 4 * j));
+      for (int t = 0; t < 4; ++t) {
+        wq[t] |= spread4_bit4(qh >> (4 * t));
+        wq[4 + t] |= spread4_bit4(qh >> (16 + 4 * t));
       }
     }
   } else if constexpr (T == GgmlType::Q6_K) {
-    nibbles_to_words(__ldg(reinterpret_cast<const int4*>(row + 16 * k)), wq);
-    const uint2 hh = __ldg(reinterpret_cast<const uint2*>(row + w.off_b + 8 * k));
+    nibbles_to_words(r.q, wq);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      wq[j] = __vsubss4(wq[j] | static_cast<int>(((hh.x >> (2 * j)) & 0x03030303u) << 4), 0x20202020);
-      wq[4 + j] = __vsubss4(wq[4 + j] | static_cast<int>(((hh.y >> (2 * j)) & 0x03030303u) << 4), 0x20202020);
+    for (int t = 0; t < 4; ++t) {
+      wq[t] = __vsubss4(wq[t] | static_cast<int>(((r.hi.x >> (2 * t)) & 0x03030303u) << 4), 0x20202020);
+      wq[4 + t] = __vsubss4(wq[4 + t] | static_cast<int>(((r.hi.y >> (2 * t)) & 0x03030303u) << 4), 0x20202020);
     }
-    const int8_t* scp = reinterpret_cast<const int8_t*>(row + w.off_c + 2 * k);
-    sc.i0 = scp[0];
-    sc.i1 = scp[1];
-    sc.a = half_at(row + w.off_c + 2 * w.ns + 2 * (b / 8));
+    sc.i0 = static_cast<int8_t>((r.small >> 16) & 0xFF);
+    sc.i1 = static_cast<int8_t>((r.small >> 24) & 0xFF);
+    sc.a = half_bits(r.small);
   }
 }
 
-// The canonical block term (matmul_order.h): integer sums are exact; the float operations and
-// their order below are the definition every matmul kernel must reproduce.
+template <GgmlType T>
+__device__ __forceinline__ void load_block(const uint8_t* row, const DevWeight& w, int64_t k, int64_t b, int (&wq)[8],
+                                           BlockScales& sc) {
+  decode_block<T>(fetch_block<T>(row, w, k, b), wq, sc);
+}
+
 template <GgmlType T>
 __device__ __forceinline__ float block_term(const int (&wq)[8], const BlockScales& sc, const int (&xq)[8], float dx,
                                             int xs) {

@@ -1,0 +1,76 @@
+// The bundled demo model: its four reference prompts must give exactly the reference greedy text,
+// through the engine and through `memra run` (the README's main command).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "runtime/engine.h"
+#include "runtime/sampling.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace memra {
+namespace {
+
+nlohmann::json demo_cases() {
+  std::ifstream f(test::source_path("models/memra-demo-py-14m.json"));
+  EXPECT_TRUE(f.good()) << "models/memra-demo-py-14m.json is missing";
+  return nlohmann::json::parse(f)["cases"];
+}
+
+TEST(DemoModel, GreedyTextMatchesReference) {
+  EngineOptions o;
+  o.device = "cpu";
+  auto e = Engine::open(test::source_path("models/memra-demo-py-14m.f16.gguf"), o);
+  const Tokenizer& tok = e->tokenizer();
+  for (const auto& c : demo_cases()) {
+    std::vector<int32_t> prompt = tok.encode(c["prompt"].get<std::string>());
+    ASSERT_EQ(prompt, c["prompt_ids"].get<std::vector<int32_t>>());
+    auto seq = e->new_sequence();
+    std::vector<float> logits;
+    e->prefill(*seq, prompt, &logits);
+    SequenceCache* s = seq.get();
+    std::vector<int32_t> out;
+    const size_t n = c["greedy_ids"].size();
+    for (size_t i = 0; i < n; ++i) {
+      int32_t t = argmax(logits);
+      out.push_back(t);
+      if (i + 1 < n) e->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
+    }
+    EXPECT_EQ(out, c["greedy_ids"].get<std::vector<int32_t>>()) << c["prompt"];
+    EXPECT_EQ(tok.decode(out), c["greedy_text"].get<std::string>());
+  }
+}
+
+std::string run_command(const std::string& cmd) {
+  std::array<char, 4096> buf;
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  if (!p) return out;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
+  return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// The CLI with no -m: the bundled demo model (embedded, or the models/ file in builds without
+// embedding). stdout is exactly the generated text plus a final newline.
+TEST(DemoModel, RunCommandPrintsReferenceText) {
+  for (const auto& c : demo_cases()) {
+    const std::string cmd = test::memra_binary() + " run --device cpu --no-echo -n " +
+                            std::to_string(c["greedy_ids"].size()) + " -p " + shell_quote(c["prompt"]) + " 2>/dev/null";
+    EXPECT_EQ(run_command(cmd), c["greedy_text"].get<std::string>() + "\n") << c["prompt"];
+  }
+}
+
+}  // namespace
+}  // namespace memra
