@@ -1,0 +1,451 @@
+#include "serve/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "runtime/engine.h"
+#include "serve/metrics.h"
+#include "serve/stop_matcher.h"
+#include "tokenizer/tokenizer.h"
+
+namespace memra::serve {
+
+using Clock = std::chrono::steady_clock;
+
+struct Scheduler::Job {
+  GenerationSpec spec;
+  std::shared_ptr<RequestStream> stream;
+  std::unique_ptr<SequenceCache> seq;  // while prefilling
+  size_t fed = 0;                      // prompt tokens prefilled so far
+};
+
+struct Scheduler::Slot {
+  Slot(const Tokenizer& tok, std::vector<std::string> stops) : decoder(tok), stop(std::move(stops)) {}
+  std::shared_ptr<Job> job;
+  int32_t choice = 0;
+  std::unique_ptr<SequenceCache> seq;
+  SamplingParams params;  // the request's, with this choice's seed
+  bool plain_greedy = false;
+  std::vector<int32_t> history;  // prompt + generated: what the penalties look at
+  int32_t generated = 0;         // tokens sampled so far (= token index of the next draw)
+  int32_t next = -1;             // sampled, to be fed by the next decode step
+  StreamDecoder decoder;
+  StopMatcher stop;
+  Clock::time_point last_token{};
+  bool done = false;
+};
+
+namespace {
+
+// Temperature 0 with nothing that changes the logits first: a plain argmax, which the backend
+// can compute without copying the row (decode_greedy).
+bool is_plain_greedy(const SamplingParams& p) {
+  return p.temperature <= 0.0f && p.logit_bias.empty() && p.repetition_penalty == 1.0f &&
+         p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
+}
+
+// Log-softmax of the raw row in double precision; the chosen token plus the k best (logit
+// descending, lowest id on ties; NaN never listed).
+TokenLogprob token_logprobs(const float* row, int32_t n, int32_t token, int32_t k) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int32_t i = 0; i < n; ++i)
+    if (row[i] > m) m = row[i];
+  double sum = 0.0;
+  if (std::isfinite(m))
+    for (int32_t i = 0; i < n; ++i)
+      if (!std::isnan(row[i])) sum += std::exp(static_cast<double>(row[i]) - m);
+  const double lse = std::isfinite(m) ? m + std::log(sum) : 0.0;
+  auto lp = [&](int32_t i) -> float {
+    if (std::isnan(row[i]) || !std::isfinite(m)) return -std::numeric_limits<float>::infinity();
+    return static_cast<float>(static_cast<double>(row[i]) - lse);
+  };
+  TokenLogprob out;
+  out.token = token;
+  out.logprob = token >= 0 && token < n ? lp(token) : -std::numeric_limits<float>::infinity();
+  // Top k by insertion into a short sorted list: k <= 20, one pass over the row.
+  std::vector<int32_t> best;
+  best.reserve(static_cast<size_t>(k) + 1);
+  auto better = [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
+  for (int32_t i = 0; i < n && k > 0; ++i) {
+    if (std::isnan(row[i])) continue;
+    if (static_cast<int32_t>(best.size()) == k && !better(i, best.back())) continue;
+    auto pos = std::upper_bound(best.begin(), best.end(), i, better);
+    best.insert(pos, i);
+    if (static_cast<int32_t>(best.size()) > k) best.pop_back();
+  }
+  for (int32_t id : best) out.top.emplace_back(id, lp(id));
+  return out;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Engine& engine, SchedulerOptions options, Metrics* metrics)
+    : engine_(engine), opts_(options), metrics_(metrics) {
+  if (opts_.max_batch < 1) fail("--max-batch must be at least 1, got {}", opts_.max_batch);
+  if (opts_.max_queue < 0) fail("--max-queue must be at least 0, got {}", opts_.max_queue);
+  n_vocab_ = engine_.config().n_vocab;
+  (void)engine_.tokenizer();  // loaded here, before any other thread can ask for it
+}
+
+Scheduler::~Scheduler() { shutdown(std::chrono::milliseconds(0)); }
+
+void Scheduler::start() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (started_) return;
+  started_ = true;
+  worker_ = std::thread([this] { run(); });
+}
+
+SubmitStatus Scheduler::submit(GenerationSpec spec, std::shared_ptr<RequestStream>& stream) {
+  MEMRA_ASSERT(spec.n >= 1 && spec.n <= opts_.max_batch && !spec.prompt.empty() && spec.max_tokens >= 1,
+               "submit: unvalidated request (n {}, prompt {}, max_tokens {})", spec.n, spec.prompt.size(),
+               spec.max_tokens);
+  stream.reset();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!accepting_) return SubmitStatus::ShuttingDown;
+    if (static_cast<int32_t>(queue_.size()) >= opts_.max_queue) return SubmitStatus::QueueFull;
+    auto job = std::make_shared<Job>();
+    job->stream = std::make_shared<RequestStream>(spec.n, static_cast<int32_t>(spec.prompt.size()));
+    job->spec = std::move(spec);
+    stream = job->stream;
+    queue_.push_back(std::move(job));
+    if (metrics_) metrics_->set_queue_depth(static_cast<int64_t>(queue_.size()));
+  }
+  cv_.notify_all();
+  return SubmitStatus::Accepted;
+}
+
+void Scheduler::shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!draining_) {
+      draining_ = true;
+      accepting_ = false;
+      deadline_ = Clock::now() + grace;
+    } else {
+      deadline_ = std::min(deadline_, Clock::now() + grace);
+    }
+  }
+  cv_.notify_all();
+  std::lock_guard<std::mutex> lk(join_mu_);
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  SchedulerStats s;
+  s.queued = static_cast<int32_t>(queue_.size());
+  s.running = running_count_;
+  s.accepting = accepting_;
+  return s;
+}
+
+void Scheduler::run() {
+  std::vector<std::shared_ptr<Job>> dropped;  // cancelled while queued, or refused at shutdown
+  for (;;) {
+    bool cut = false, exit_now = false;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return draining_ || !queue_.empty() || !prefilling_.empty() || !running_.empty(); });
+      if (!accepting_) {
+        for (auto& j : queue_) dropped.push_back(std::move(j));
+        queue_.clear();
+      }
+      int32_t reserved = static_cast<int32_t>(running_.size());
+      for (const auto& j : prefilling_) reserved += j->spec.n;
+      // First come, first served: a request that does not fit waits, and so does everything
+      // behind it (no starvation of requests with many choices).
+      while (!queue_.empty()) {
+        std::shared_ptr<Job>& head = queue_.front();
+        if (head->stream->cancelled()) {
+          dropped.push_back(std::move(head));
+          queue_.pop_front();
+          continue;
+        }
+        if (reserved + head->spec.n > opts_.max_batch) break;
+        reserved += head->spec.n;
+        prefilling_.push_back(std::move(head));
+        queue_.pop_front();
+      }
+      if (draining_) {
+        cut = Clock::now() >= deadline_;
+        exit_now = queue_.empty() && prefilling_.empty() && running_.empty();
+      }
+    }
+    for (auto& j : dropped) {
+      const bool cancelled = j->stream->cancelled();
+      for (int32_t c = 0; c < j->spec.n; ++c) {
+        ChoiceEvent ev;
+        ev.choice = c;
+        ev.finish = cancelled ? FinishReason::Cancelled : FinishReason::Error;
+        if (!cancelled) ev.error = kShutdownMessage;
+        pending_events_.emplace_back(j->stream, std::move(ev));
+      }
+    }
+    dropped.clear();
+    if (exit_now) {
+      flush_events();
+      publish_stats();
+      return;
+    }
+    if (cut) {
+      fail_all(kShutdownMessage);
+    } else {
+      reap_cancelled();
+      prefill_some();
+      decode_step();
+    }
+    std::erase_if(running_, [](const std::unique_ptr<Slot>& s) { return s->done; });  // frees their caches
+    flush_events();
+    publish_stats();
+  }
+}
+
+void Scheduler::reap_cancelled() {
+  std::erase_if(prefilling_, [&](const std::shared_ptr<Job>& j) {
+    if (!j->stream->cancelled()) return false;
+    for (int32_t c = 0; c < j->spec.n; ++c) {
+      ChoiceEvent ev;
+      ev.choice = c;
+      ev.finish = FinishReason::Cancelled;
+      pending_events_.emplace_back(j->stream, std::move(ev));
+    }
+    return true;
+  });
+  for (auto& s : running_)
+    if (!s->done && s->job->stream->cancelled()) finish_slot(*s, FinishReason::Cancelled);
+  std::erase_if(running_, [](const std::unique_ptr<Slot>& s) { return s->done; });
+}
+
+void Scheduler::fail_all(const std::string& message) {
+  for (auto& j : prefilling_) {
+    for (int32_t c = 0; c < j->spec.n; ++c) {
+      ChoiceEvent ev;
+      ev.choice = c;
+      ev.finish = FinishReason::Error;
+      ev.error = message;
+      pending_events_.emplace_back(j->stream, std::move(ev));
+    }
+  }
+  prefilling_.clear();
+  for (auto& s : running_)
+    if (!s->done) finish_slot(*s, FinishReason::Error, message);
+}
+
+void Scheduler::prefill_some() {
+  const int32_t chunk = engine_.prefill_chunk();
+  const int32_t budget = opts_.prefill_tokens_per_tick > 0 ? opts_.prefill_tokens_per_tick : chunk;
+  int32_t used = 0;
+  std::vector<float> logits;
+  while (!prefilling_.empty()) {
+    std::shared_ptr<Job> job = prefilling_.front();
+    try {
+      if (!job->seq) job->seq = engine_.new_sequence();
+      const std::span<const int32_t> rest = std::span<const int32_t>(job->spec.prompt).subspan(job->fed);
+      // The chunk the engine will feed next (it cuts on the grid; we never cut it shorter,
+      // which would change the numbers).
+      const int32_t pos = job->seq->pos();
+      const int32_t next_n = std::min<int32_t>(chunk - pos % chunk, static_cast<int32_t>(rest.size()));
+      if (used > 0 && used + next_n > budget) return;
+      const bool last = next_n == static_cast<int32_t>(rest.size());
+      const int32_t fed = engine_.prefill_chunk(*job->seq, rest, last ? &logits : nullptr);
+      MEMRA_ASSERT(fed == next_n, "prefill fed {} tokens, expected {}", fed, next_n);
+      job->fed += static_cast<size_t>(fed);
+      used += fed;
+      if (job->fed < job->spec.prompt.size()) continue;
+      prefilling_.erase(prefilling_.begin());
+      if (metrics_) metrics_->add_prompt_tokens(static_cast<int64_t>(job->spec.prompt.size()));
+      start_choices(job, logits);
+    } catch (const std::exception& e) {
+      for (int32_t c = 0; c < job->spec.n; ++c) {
+        ChoiceEvent ev;
+        ev.choice = c;
+        ev.finish = FinishReason::Error;
+        ev.error = e.what();
+        pending_events_.emplace_back(job->stream, std::move(ev));
+      }
+      std::erase(prefilling_, job);
+    }
+  }
+}
+
+void Scheduler::start_choices(const std::shared_ptr<Job>& job, const std::vector<float>& logits) {
+  const Tokenizer& tok = engine_.tokenizer();
+  const GenerationSpec& spec = job->spec;
+  // All caches first (the copies may fail for lack of memory; then no choice has started).
+  std::vector<std::unique_ptr<Slot>> slots;
+  for (int32_t c = 0; c < spec.n; ++c) {
+    auto slot = std::make_unique<Slot>(tok, spec.stop);
+    slot->job = job;
+    slot->choice = c;
+    if (c == 0) {
+      slot->seq = std::move(job->seq);
+    } else {
+      slot->seq = engine_.new_sequence();
+      slot->seq->copy_from(*slots.front()->seq);
+    }
+    slot->params = spec.sampling;
+    slot->params.seed = spec.sampling.seed + static_cast<uint64_t>(c);
+    slot->plain_greedy = is_plain_greedy(slot->params);
+    slot->history = spec.prompt;
+    slots.push_back(std::move(slot));
+  }
+  for (auto& slot : slots) {
+    Slot& s = *slot;
+    running_.push_back(std::move(slot));
+    const int32_t token = sample_token(logits, s.params, 0, s.history);
+    accept_token(s, token, spec.top_logprobs >= 0 ? logits.data() : nullptr);
+  }
+}
+
+void Scheduler::decode_step() {
+  std::vector<Slot*> active;
+  for (auto& s : running_)
+    if (!s->done) active.push_back(s.get());
+  if (active.empty()) return;
+  std::vector<SequenceCache*> seqs;
+  std::vector<int32_t> tokens;
+  bool need_rows = !opts_.lean_sampling, all_plain = true;
+  for (Slot* s : active) {
+    seqs.push_back(s->seq.get());
+    tokens.push_back(s->next);
+    need_rows = need_rows || s->job->spec.top_logprobs >= 0;
+    all_plain = all_plain && s->plain_greedy;
+  }
+  try {
+    std::vector<int32_t> next;
+    if (need_rows) {
+      std::vector<float> logits;
+      engine_.decode(seqs, tokens, logits);
+      for (size_t b = 0; b < active.size(); ++b) {
+        Slot& s = *active[b];
+        const float* row = logits.data() + b * static_cast<size_t>(n_vocab_);
+        const int32_t token = sample_token(std::span<const float>(row, static_cast<size_t>(n_vocab_)), s.params,
+                                           static_cast<uint64_t>(s.generated), s.history);
+        accept_token(s, token, s.job->spec.top_logprobs >= 0 ? row : nullptr);
+      }
+      return;
+    }
+    if (all_plain) {
+      engine_.decode_greedy(seqs, tokens, next);
+    } else {
+      std::vector<RowSampling> rows(active.size());
+      for (size_t b = 0; b < active.size(); ++b) {
+        const Slot& s = *active[b];
+        rows[b].params = &s.params;
+        rows[b].token_index = static_cast<uint64_t>(s.generated);
+        rows[b].history = s.history.data();
+        rows[b].history_len = static_cast<int64_t>(s.history.size());
+      }
+      engine_.decode_sample(seqs, tokens, rows, next);
+    }
+    for (size_t b = 0; b < active.size(); ++b) accept_token(*active[b], next[b], nullptr);
+  } catch (const std::exception& e) {
+    // A failed step leaves the caches of every row in doubt: end them all, keep serving others.
+    for (Slot* s : active)
+      if (!s->done) finish_slot(*s, FinishReason::Error, e.what());
+  }
+}
+
+void Scheduler::accept_token(Slot& slot, int32_t token, const float* row) {
+  const GenerationSpec& spec = slot.job->spec;
+  const auto now = Clock::now();
+  if (token < 0) {
+    finish_slot(slot, FinishReason::Error,
+                "sampling found no allowed token (every logit is -inf or NaN; check logit_bias)");
+    return;
+  }
+  if (metrics_) {
+    metrics_->add_generated_tokens(1);
+    if (slot.generated == 0) {
+      if (slot.choice == 0)
+        metrics_->observe_time_to_first_token(std::chrono::duration<double>(now - slot.job->stream->created()).count());
+    } else {
+      metrics_->observe_time_per_output_token(std::chrono::duration<double>(now - slot.last_token).count());
+    }
+  }
+  slot.last_token = now;
+  ++slot.generated;
+  slot.history.push_back(token);
+  slot.next = token;
+
+  const Tokenizer& tok = engine_.tokenizer();
+  ChoiceEvent ev;
+  ev.choice = slot.choice;
+  FinishReason finish = FinishReason::None;
+  if (!spec.ignore_eos && tok.is_end_of_generation(token)) {
+    // The end token itself is not part of the answer: no text, no logprob entry.
+    ev.text = slot.stop.feed(slot.decoder.flush());
+    ev.text += slot.stop.flush();
+    finish = FinishReason::Stop;
+  } else {
+    if (row) ev.logprobs.push_back(token_logprobs(row, n_vocab_, token, spec.top_logprobs));
+    const bool hidden = spec.skip_special && tok.is_special(token);
+    ev.text = slot.stop.feed(hidden ? std::string() : slot.decoder.push(token));
+    if (slot.stop.matched()) {
+      finish = FinishReason::Stop;
+    } else if (slot.generated >= spec.max_tokens || slot.seq->pos() >= engine_.ctx()) {
+      ev.text += slot.stop.feed(slot.decoder.flush());
+      if (slot.stop.matched()) {
+        finish = FinishReason::Stop;
+      } else {
+        ev.text += slot.stop.flush();
+        finish = FinishReason::Length;
+      }
+    }
+  }
+  if (finish != FinishReason::None) {
+    ev.finish = finish;
+    ev.completion_tokens = slot.generated;
+    slot.done = true;
+  }
+  if (finish != FinishReason::None || !ev.text.empty() || !ev.logprobs.empty())
+    pending_events_.emplace_back(slot.job->stream, std::move(ev));
+}
+
+void Scheduler::finish_slot(Slot& slot, FinishReason reason, const std::string& error) {
+  ChoiceEvent ev;
+  ev.choice = slot.choice;
+  ev.finish = reason;
+  ev.error = error;
+  ev.completion_tokens = slot.generated;
+  slot.done = true;
+  pending_events_.emplace_back(slot.job->stream, std::move(ev));
+}
+
+void Scheduler::flush_events() {
+  if (pending_events_.empty()) return;
+  // One push (one lock, one wake-up) per request per tick, events in generation order.
+  std::vector<RequestStream*> order;
+  std::unordered_map<RequestStream*, std::pair<std::shared_ptr<RequestStream>, std::vector<ChoiceEvent>>> groups;
+  for (auto& [stream, ev] : pending_events_) {
+    auto [it, inserted] = groups.try_emplace(stream.get());
+    if (inserted) {
+      it->second.first = stream;
+      order.push_back(stream.get());
+    }
+    it->second.second.push_back(std::move(ev));
+  }
+  pending_events_.clear();
+  for (RequestStream* s : order) {
+    auto& g = groups[s];
+    g.first->push(g.second);
+  }
+}
+
+void Scheduler::publish_stats() {
+  int32_t running = static_cast<int32_t>(running_.size());
+  for (const auto& j : prefilling_) running += j->spec.n;
+  std::lock_guard<std::mutex> lk(mu_);
+  running_count_ = running;
+  if (metrics_) {
+    metrics_->set_running(running);
+    metrics_->set_queue_depth(static_cast<int64_t>(queue_.size()));
+  }
+}
+
+}  // namespace memra::serve

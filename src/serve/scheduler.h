@@ -1,0 +1,117 @@
+// Continuous batching. One worker thread owns the Engine and runs ticks:
+//   1. drop what was cancelled (freeing its sequences), admit queued requests while the running
+//      batch has room (a request with n choices needs n places);
+//   2. prefill prompt chunks of admitted requests, oldest first, for about one chunk's worth of
+//      tokens per tick (so a long prompt stalls running streams for one chunk at a time);
+//      a finished prompt samples its first token, and its n choices fork from the prefilled
+//      sequence (copies of the cache: the prompt is prefilled once);
+//   3. one batched decode step for every running sequence, then each row is sampled and its
+//      text streamed out.
+//
+// Exactness: a sequence's logits do not depend on its batch mates (engine contract), prompts are
+// cut on their own chunk grid (Engine::prefill_chunk), and draws are keyed by (seed, token index)
+// of the choice, so a request produces the same tokens alone or on a busy server.
+//
+// Sampling: rows that need full logits (logprobs) are sampled on the CPU with sample_token; when
+// no running row needs them the step uses the backend's lean paths (decode_greedy when every row
+// is plain greedy, decode_sample otherwise), which the sampling contract makes bit-identical.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "serve/request_stream.h"
+
+namespace memra {
+class Engine;
+class SequenceCache;
+}  // namespace memra
+
+namespace memra::serve {
+
+class Metrics;
+
+struct SchedulerOptions {
+  int32_t max_batch = 16;  // running sequences (prefilling + decoding)
+  int32_t max_queue = 64;  // requests waiting for room in the batch
+  // Prompt tokens prefilled per tick before the decode step; 0: one prefill chunk.
+  int32_t prefill_tokens_per_tick = 0;
+  // false: always copy full logits and sample on the CPU (a check of the lean paths).
+  bool lean_sampling = true;
+};
+
+enum class SubmitStatus { Accepted, QueueFull, ShuttingDown };
+
+struct SchedulerStats {
+  int32_t queued = 0;
+  int32_t running = 0;  // sequences holding a cache (prefilling or decoding)
+  bool accepting = true;
+};
+
+class Scheduler {
+ public:
+  // `metrics` may be null. The engine is used only by the worker thread from start() on; its
+  // tokenizer must already be loaded (Engine::tokenizer()).
+  Scheduler(Engine& engine, SchedulerOptions options, Metrics* metrics);
+  ~Scheduler();  // shutdown(0) if still running
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void start();
+  // Validated by the caller (prompt fits the context, n <= max_batch, sampling valid). On
+  // anything but Accepted, `stream` is left null.
+  SubmitStatus submit(GenerationSpec spec, std::shared_ptr<RequestStream>& stream);
+  // Stops admitting (submit answers ShuttingDown, queued requests finish with an error), lets
+  // running sequences continue for up to `grace`, then finishes them with an error, and joins
+  // the worker. Idempotent.
+  void shutdown(std::chrono::milliseconds grace);
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return opts_; }
+
+ private:
+  struct Job;
+  struct Slot;
+
+  void run();
+  void reap_cancelled();
+  void fail_all(const std::string& message);
+  void prefill_some();
+  void start_choices(const std::shared_ptr<Job>& job, const std::vector<float>& logits);
+  void decode_step();
+  // Takes token `token` for `slot` (logits row `row` if the request wants logprobs) and queues
+  // its events; marks the slot finished when it ends.
+  void accept_token(Slot& slot, int32_t token, const float* row);
+  void finish_slot(Slot& slot, FinishReason reason, const std::string& error = {});
+  void flush_events();
+  void publish_stats();
+
+  Engine& engine_;
+  const SchedulerOptions opts_;
+  Metrics* metrics_;
+  int32_t n_vocab_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;  // guarded by mu_
+  bool accepting_ = true;                   // guarded by mu_
+  bool stop_ = false;                       // guarded by mu_: the worker exits
+  std::chrono::steady_clock::time_point deadline_{};  // guarded by mu_: running work is cut here
+  bool draining_ = false;                   // guarded by mu_
+  int32_t running_count_ = 0;               // guarded by mu_: mirror of the worker's count
+
+  // Worker-only state.
+  std::vector<std::shared_ptr<Job>> prefilling_;
+  std::vector<std::unique_ptr<Slot>> running_;
+  std::vector<std::pair<std::shared_ptr<RequestStream>, ChoiceEvent>> pending_events_;
+  std::mutex join_mu_;  // shutdown() may be called from two threads at once
+  std::thread worker_;
+  bool started_ = false;  // guarded by mu_
+};
+
+}  // namespace memra::serve
