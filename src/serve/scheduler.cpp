@@ -188,8 +188,8 @@ void Scheduler::run() {
     }
     dropped.clear();
     if (exit_now) {
-      flush_events();
       publish_stats();
+      flush_events();
       return;
     }
     if (cut) {
@@ -200,8 +200,8 @@ void Scheduler::run() {
       decode_step();
     }
     std::erase_if(running_, [](const std::unique_ptr<Slot>& s) { return s->done; });  // frees their caches
+    publish_stats();  // before the events: a client that sees its end sees its slot freed
     flush_events();
-    publish_stats();
   }
 }
 
