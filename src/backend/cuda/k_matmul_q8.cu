@@ -2,6 +2,8 @@
 // the launch at once (each weight block is read once per group of up to 8 activation rows).
 // Block terms come from exact integer dot products (dp4a); the float reduction follows the
 // canonical order of matmul_order.h, so results are bit-identical for any number of rows.
+#include <algorithm>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/matmul_order.h"
@@ -12,53 +14,73 @@ namespace memra::cuda {
 namespace {
 constexpr int kRowsPerBlock = 8;  // warps per thread block, one output row each
 
-// NW = 1: each warp computes one output row of one of job.n projections (entry found from the
-// warp's global row index). NW = 2: the SwiGLU pair, each warp computes row j of gate and of up
-// and writes silu(gate) * up. Every P follows the canonical order, so the results are the bits
-// separate launches (and silu_mul) would give.
+// NW = 1: each warp computes output rows of one of job.n projections (entry found from the
+// row's global index). NW = 2: the SwiGLU pair, each warp computes row j of gate and of up and
+// writes silu(gate) * up. Every P follows the canonical order, so the results are the bits that
+// separate launches (and silu_mul) would give, whatever the grid.
+//
+// Persistent and software-pipelined: a warp walks its rows (global row index first, first +
+// n_warps, ...) in work items of kU blocks per lane; the fetch of item i+1 is issued before item
+// i is computed, so each warp always has loads in flight while it computes.
 template <GgmlType T, int NB, int NW>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     matmul_q8_kernel(const DevWeight w, const GemvJob job, const int8_t* __restrict__ xq,
                      const float* __restrict__ xd, const int32_t* __restrict__ xs, int64_t rows) {
+  constexpr int kU = NW == 1 ? 4 : 2;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
-  if (g >= job.row_begin[job.n]) return;
-  int e = 0;
-  if constexpr (NW == 1) {
-    while (g >= job.row_begin[e + 1]) ++e;
-  }
-  const int64_t j = g - job.row_begin[e];
-  const uint8_t* wrow[NW];
+  const int64_t total = job.row_begin[job.n];
+  const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kRowsPerBlock;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
+  if (first >= total) return;
+  const int64_t nb = w.nb, ns = w.ns, cs = chunk_blocks(nb);
+  const int64_t b0 = bitrev5(lane) * cs;
+  const int64_t mine = b0 < nb ? min(nb, b0 + cs) - b0 : 0;  // blocks in this lane's chunk
+  const int64_t rounds = (cs + kU - 1) / kU;                      // work items per row (warp-uniform)
+  const int64_t n_items = (total - first + n_warps - 1) / n_warps * rounds;
+
+  auto row_of = [&](int64_t item, int& e, int64_t& j) {
+    const int64_t g = first + (item / rounds) * n_warps;
+    e = 0;
+    if constexpr (NW == 1) {
+      while (g >= job.row_begin[e + 1]) ++e;
+    }
+    j = g - job.row_begin[e];
+  };
+  auto fetch = [&](int64_t item, RawBlock (&dst)[NW][kU]) {
+    int e;
+    int64_t j;
+    row_of(item, e, j);
+    const int64_t q = item % rounds;
 #pragma unroll
-  for (int v = 0; v < NW; ++v) wrow[v] = job.mat[e + v] + j * w.row_stride;
-  const int64_t nb = w.nb, ns = w.ns;
-  const int c = bitrev5(lane);
-  const int64_t cs = chunk_blocks(nb), b0 = c * cs, b_end = min(nb, b0 + cs);
+    for (int u = 0; u < kU; ++u) {
+      const int64_t ub = q * kU + u;
+      if (ub < mine)
+#pragma unroll
+        for (int v = 0; v < NW; ++v)
+          dst[v][u] = fetch_block<T>(job.mat[e + v] + j * w.row_stride, w, ub * kWarp + lane, b0 + ub);
+    }
+  };
+
   for (int64_t r0 = 0; r0 < rows; r0 += NB) {
     float P[NW][NB];
 #pragma unroll
     for (int v = 0; v < NW; ++v)
 #pragma unroll
       for (int i = 0; i < NB; ++i) P[v][i] = 0.0f;
-    // Step u reads slot u*32 + lane (block b0 + u): one coalesced piece per warp instruction.
-    // A round fetches kUnroll blocks (raw bytes) before decoding any: their loads are in flight
-    // together, so a warp pays about one memory latency per round.
-    constexpr int kUnroll = NW == 1 ? (NB <= 2 ? 8 : 4) : (NB <= 2 ? 4 : 2);
-    for (int64_t u0 = 0; b0 + u0 < b_end; u0 += kUnroll) {
-      RawBlock raw[NW][kUnroll];
+    RawBlock cur[NW][kU], nxt[NW][kU];
+    fetch(0, cur);
+    for (int64_t item = 0; item < n_items; ++item) {
+      if (item + 1 < n_items) fetch(item + 1, nxt);
+      const int64_t q = item % rounds;
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (b0 + u0 + u < b_end)
-#pragma unroll
-          for (int v = 0; v < NW; ++v) raw[v][u] = fetch_block<T>(wrow[v], w, (u0 + u) * kWarp + lane, b0 + u0 + u);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (b0 + u0 + u >= b_end) break;
-        const int64_t k = (u0 + u) * kWarp + lane;
+      for (int u = 0; u < kU; ++u) {
+        const int64_t ub = q * kU + u;
+        if (ub >= mine) break;
+        const int64_t k = ub * kWarp + lane;
         int wq[NW][8];
         BlockScales sc[NW];
 #pragma unroll
-        for (int v = 0; v < NW; ++v) decode_block<T>(raw[v][u], wq[v], sc[v]);
+        for (int v = 0; v < NW; ++v) decode_block<T>(cur[v][u], wq[v], sc[v]);
 #pragma unroll
         for (int i = 0; i < NB; ++i) {
           const int64_t r = r0 + i;
@@ -73,30 +95,62 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
           }
         }
       }
-    }
+      if (q == rounds - 1) {  // the row is complete: reduce, write, start the next
+        int e;
+        int64_t j;
+        row_of(item, e, j);
 #pragma unroll
-    for (int v = 0; v < NW; ++v)
+        for (int v = 0; v < NW; ++v)
 #pragma unroll
-      for (int i = 0; i < NB; ++i) P[v][i] = warp_sum(P[v][i]);
-    if (lane == 0) {
+          for (int i = 0; i < NB; ++i) P[v][i] = warp_sum(P[v][i]);
+        if (lane == 0) {
 #pragma unroll
-      for (int i = 0; i < NB; ++i) {
-        const int64_t r = r0 + i;
-        if (r >= rows) break;
-        float* o = job.out[e] + r * job.out_stride[e] + j;
-        if constexpr (NW == 2) *o = __fmul_rn(silu(P[0][i]), P[1][i]);
-        else *o = job.accumulate[e] ? __fadd_rn(*o, P[0][i]) : P[0][i];
+          for (int i = 0; i < NB; ++i) {
+            const int64_t r = r0 + i;
+            if (r >= rows) break;
+            float* o = job.out[e] + r * job.out_stride[e] + j;
+            if constexpr (NW == 2) *o = __fmul_rn(silu(P[0][i]), P[1][i]);
+            else *o = job.accumulate[e] ? __fadd_rn(*o, P[0][i]) : P[0][i];
+          }
+        }
+#pragma unroll
+        for (int v = 0; v < NW; ++v)
+#pragma unroll
+          for (int i = 0; i < NB; ++i) P[v][i] = 0.0f;
       }
+#pragma unroll
+      for (int v = 0; v < NW; ++v)
+#pragma unroll
+        for (int u = 0; u < kU; ++u) cur[v][u] = nxt[v][u];
     }
   }
 }
 
+// Thread blocks for a persistent launch: all that fit on the device at once, at most one per
+// 8 output rows.
+template <typename Kernel>
+unsigned persistent_grid(Kernel kernel, int64_t total_rows) {
+  static int sms = [] {
+    int n = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0));
+    return n;
+  }();
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRowsPerBlock * kWarp, 0));
+  const int64_t want = (total_rows + kRowsPerBlock - 1) / kRowsPerBlock;  // int64: no narrowing
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(want, int64_t{std::max(per_sm, 1)} * sms)));
+}
+
 template <GgmlType T, int NW>
 void launch_type(const DevWeight& w, const GemvJob& job, const Q8Act& x, cudaStream_t stream) {
-  const unsigned grid = div_up(job.row_begin[job.n], kRowsPerBlock);
   const unsigned threads = kRowsPerBlock * kWarp;
   const int64_t rows = x.rows;
-#define MEMRA_MATMUL_Q8(NB) matmul_q8_kernel<T, NB, NW><<<grid, threads, 0, stream>>>(w, job, x.q, x.d, x.s, rows)
+#define MEMRA_MATMUL_Q8(NB)                                                                             \
+  do {                                                                                                 \
+    static const unsigned grid_cap = persistent_grid(matmul_q8_kernel<T, NB, NW>, int64_t{1} << 30);   \
+    const unsigned grid = std::min<unsigned>(grid_cap, div_up(job.row_begin[job.n], kRowsPerBlock));  \
+    matmul_q8_kernel<T, NB, NW><<<grid, threads, 0, stream>>>(w, job, x.q, x.d, x.s, rows);           \
+  } while (0)
   if (rows >= 8) MEMRA_MATMUL_Q8(8);
   else if (rows >= 3) MEMRA_MATMUL_Q8(4);
   else if (rows == 2) MEMRA_MATMUL_Q8(2);

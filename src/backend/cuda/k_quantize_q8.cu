@@ -15,9 +15,11 @@ __global__ void quantize_q8_kernel(const float* __restrict__ x, int8_t* __restri
   const int64_t blk = r * ns + slot_of_block(b, nb);  // storage slot of this block
   const float v = x[g * 32 + lane];
   const float amax = warp_max(fabsf(v));
+  // Codes are round(v * 127 / max|v|) (one division per block, not per element); the stored
+  // scale is max|v| / 127. rms_norm_q8 uses the same two expressions.
   const float scale = __fdiv_rn(amax, 127.0f);
-  int qi = 0;
-  if (scale > 0.0f) qi = max(-127, min(127, __float2int_rn(__fdiv_rn(v, scale))));
+  const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+  const int qi = max(-127, min(127, __float2int_rn(__fmul_rn(v, inv))));
   q[blk * 32 + lane] = static_cast<int8_t>(qi);
   const int sum = __reduce_add_sync(0xffffffffu, qi);
   if (lane == 0) {

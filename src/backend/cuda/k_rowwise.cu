@@ -122,8 +122,8 @@ __global__ void __launch_bounds__(kNormThreads)
     out[blockIdx.x * dim + i] = y;
     const float amax = warp_max(fabsf(y));
     const float dq = __fdiv_rn(amax, 127.0f);
-    int qi = 0;
-    if (dq > 0.0f) qi = max(-127, min(127, __float2int_rn(__fdiv_rn(y, dq))));
+    const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    const int qi = max(-127, min(127, __float2int_rn(__fmul_rn(y, inv))));
     const int64_t slot = blockIdx.x * ns + slot_of_block(i / 32, nb);
     q[slot * 32 + lane] = static_cast<int8_t>(qi);
     const int sum = __reduce_add_sync(0xffffffffu, qi);
@@ -135,8 +135,9 @@ __global__ void __launch_bounds__(kNormThreads)
 }
 
 unsigned norm_threads(int64_t dim) {
-  // Enough threads that each holds at most kMaxPerThread elements; a multiple of 32.
-  int64_t t = (dim + kMaxPerThread - 1) / kMaxPerThread;
+  // About 4 elements per thread (a single row is latency-bound: spread it over many warps), at
+  // most kMaxPerThread; a multiple of 32.
+  int64_t t = std::max<int64_t>((dim + 3) / 4, (dim + kMaxPerThread - 1) / kMaxPerThread);
   t = std::max<int64_t>(64, (t + 31) / 32 * 32);
   return static_cast<unsigned>(std::min<int64_t>(t, kNormThreads));
 }
