@@ -4,6 +4,8 @@
 #   scripts/gpu-check.sh            # tests + standard benchmarks
 #   scripts/gpu-check.sh tests      # GPU tests only
 #   scripts/gpu-check.sh bench      # benchmarks only
+#   QUICK=1 scripts/gpu-check.sh    # skips the slow 9B-shaped all-types test, 2 repetitions, depth
+#                                   # 4096 only for 9B Q4_0 (fits a short device lease)
 # The build directory (BUILD, default build-gpu) is used as is when it holds a CUDA build (binaries
 # built on another machine can be carried over); otherwise it is configured and built here.
 # Results: bench/results/<date>-gpu-check.{md,jsonl} (and copies under $OUT when set).
@@ -12,7 +14,8 @@ cd "$(dirname "$0")/.."
 MODE=${1:-all}
 BUILD=${BUILD:-build-gpu}
 WORK=${MEMRA_GPU_WORK:-/tmp/memra-gpu}
-REPS=${REPS:-5}
+QUICK=${QUICK:-0}
+REPS=${REPS:-$([ "$QUICK" = 1 ] && echo 2 || echo 5)}
 mkdir -p "$WORK" bench/results
 STAMP=$(date -u +%Y-%m-%d-%H%M)
 MD=bench/results/$STAMP-gpu-check.md
@@ -31,7 +34,9 @@ COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 test_status="not run"
 if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   echo "== GPU tests"
-  "$BUILD/memra_tests" --gtest_filter='Gpu*:CudaLayout*' --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
+  FILTER='Gpu*:CudaLayout*'
+  [ "$QUICK" = 1 ] && FILTER='Gpu*:CudaLayout*-GpuModel.Synth9b*:GpuAttentionPerf*'
+  "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   passed=$(grep -c '^\[       OK \]' "$WORK/gpu-tests.log" || true)
   failed=$(grep -c '^\[  FAILED  \].*(' "$WORK/gpu-tests.log" || true)
@@ -52,7 +57,9 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     set -- $spec
     f="$WORK/$1-$2-$3.gguf"
     [ -f "$f" ] || "$BUILD/memra" synth --arch "$1" --shape "$2" --type "$3" -o "$f" || exit 1
-    "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d 0,4096 -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
+    DEPTHS=0,4096
+    [ "$QUICK" = 1 ] && [ "$spec" != "qwen35 9b q4_0" ] && DEPTHS=0
+    "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
     echo >> "$MD"
   done
