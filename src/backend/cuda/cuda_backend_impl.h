@@ -63,6 +63,7 @@ class CudaBackend final : public Backend {
   void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) override;
 
   void argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) override;
+  void sample(const float* logits, int64_t rows, int64_t n, const RowSampling* per_row, int32_t* out_host) override;
 
   bool graph_begin(uint64_t key) override;
   void graph_end() override;
