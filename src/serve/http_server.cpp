@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -71,6 +73,16 @@ struct StreamState {
   std::vector<ChoiceEvent> events;
 };
 
+// httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): a burst of clients
+// overflows the accept queue and sees dropped or reset connections. listen() may be called again
+// on a listening socket to change its backlog; the socket is a protected member.
+class Listener : public httplib::Server {
+ public:
+  void widen_backlog(int backlog) {
+    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, backlog);
+  }
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -81,7 +93,7 @@ struct HttpServer::Impl {
   Metrics metrics;
   Scheduler scheduler;
   ModelInfo model;
-  httplib::Server svr;
+  Listener svr;
   std::atomic<int> in_flight{0};
   std::atomic<bool> serving{false};
   std::atomic<bool> stopping{false};
@@ -276,6 +288,7 @@ int HttpServer::bind(const std::string& host, int port) {
   Impl& m = *impl_;
   const int bound = port == 0 ? m.svr.bind_to_any_port(host) : (m.svr.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) fail("serve: cannot listen on {}:{} (address in use, or not an address of this machine)", host, port);
+  m.svr.widen_backlog(1024);
   return bound;
 }
 
