@@ -290,6 +290,41 @@ TEST(GpuSamplingModel, TopPTargetIsExactCeiling) {
   }
 }
 
+TEST(GpuSamplingModel, GumbelBucketBoundCoversTheBucket) {
+  // sampling.cpp found, over all 2^32 inputs, that the noise of each 10-bit bucket peaks at its
+  // last input; an 8-bit bucket is four of those, so its bound must cover their four peaks.
+  std::mt19937_64 rng(6);
+  for (uint32_t b = 0; b < 256; ++b) {
+    const float bound = cuda::gumbel_bucket_bound(b);
+    for (uint32_t sub = 0; sub < 4; ++sub) EXPECT_LE(gumbel_from_bits(((4 * b + sub + 1) << 22) - 1), bound) << b;
+    for (int k = 0; k < 200; ++k) EXPECT_LE(gumbel_from_bits((b << 24) | static_cast<uint32_t>(rng() & 0xffffff)), bound);
+  }
+}
+
+TEST(GpuSamplingModel, PatchListReproducesHostAdjustments) {
+  std::mt19937_64 rng(12);
+  for (int k = 0; k < 300; ++k) {
+    const int64_t n = 1000 + static_cast<int64_t>(rng() % 3000);
+    Case c = random_case(n, rng, 0.8);
+    c.mask.clear();
+    std::vector<float> want = c.logits;
+    apply_logit_adjustments(want, c.p, c.history, {});
+    cuda::SampleRowDesc d;
+    cuda::describe_row(c.p, c.token_index, n, d);
+    std::vector<cuda::SamplePatchOp> ops;
+    std::vector<int32_t> ids;
+    std::vector<float> bias;
+    cuda::append_row_patches(c.p, c.history, n, 3, ops, ids, bias);
+    EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()) && std::adjacent_find(ids.begin(), ids.end()) == ids.end());
+    std::vector<float> got = c.logits;
+    for (const auto& op : ops) {
+      EXPECT_EQ(op.row, 3);
+      got[op.id] = cuda::adjusted_patch_value(c.logits[op.id], d, op, bias.data());
+    }
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << c.describe();
+  }
+}
+
 TEST(GpuSamplingModel, MatchesSampleTokenOnRandomRows) {
   std::mt19937_64 rng(2024);
   int checked = 0, sampled = 0;

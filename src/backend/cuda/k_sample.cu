@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(kThreads) k_select(const SampleRowDesc* __rest
     const uint32_t k = sample_key(s);
     if ((k & prefix_mask) != prefix) return;
     const unsigned long long w = mode == kSelectCount ? 1ull : top_p_weight(s, st.s_max);
-    atomicAdd(&bins[(k >> shift) & (n_bins - 1)], w);
+    if (w != 0) atomicAdd(&bins[(k >> shift) & (n_bins - 1)], w);  // q = 0: far below the top, adds nothing
   });
   __syncthreads();
   unsigned long long* row_hist = hist + static_cast<int64_t>(r) * kSelectBins;
