@@ -31,6 +31,9 @@ struct DevWeight;
 // (matmul_order.h), so a row's result never depends on `rows`.
 void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
                cudaStream_t stream);
+// The same bits on the int8 tensor cores (k_matmul_mma.cu); matmul_q8 uses it for many rows.
+void matmul_q8_mma(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
+                   cudaStream_t stream);
 // Up to 4 projections of the same input in one launch; all weights of one device type and n_in.
 struct MatmulTarget {
   const DevWeight* w;
