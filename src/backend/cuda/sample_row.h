@@ -13,7 +13,8 @@
 //   the top reaches the target; inside that key's tie group the lowest ids come first, so the
 //   cut's id is the j-th smallest id of the group (j from the weight still missing).
 //   Integer sums do not depend on the order they are added in, so blocks may add them in parallel.
-// - Gumbel-max over the survivors; the greedy-order first candidate seeds the running best.
+// - Gumbel-max over the survivors (every draw computed on the device from philox.h); the argmax
+//   id, when it survived, seeds the running best so that hopeless ids skip their logs.
 #pragma once
 
 #include <cstdint>
