@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -72,6 +73,29 @@ struct StreamState {
   bool begun = false;
   std::vector<ChoiceEvent> events;
 };
+
+// One call of the chunked content provider: the opening chunks the first time, then whatever
+// events arrive within `poll`; false ends the connection (client gone).
+bool write_stream(StreamState& st, httplib::DataSink& sink, std::chrono::milliseconds poll) {
+  if (!st.begun) {
+    st.begun = true;
+    const std::string head = st.builder.stream_begin();
+    if (!head.empty() && !sink.write(head.data(), head.size())) return false;
+  }
+  st.events.clear();
+  const bool more = st.stream->wait(st.events, poll);
+  if (!st.events.empty()) {
+    const std::string text = st.builder.stream_events(st.events);
+    if (!text.empty() && !sink.write(text.data(), text.size())) return false;
+  }
+  if (!more) {
+    const std::string tail = st.builder.stream_end();
+    if (!sink.write(tail.data(), tail.size())) return false;
+    sink.done();
+    return true;
+  }
+  return st.events.empty() ? st.probe.alive() : true;
+}
 
 // httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): a burst of clients
 // overflows the accept queue and sees dropped or reset connections. listen() may be called again
@@ -153,24 +177,14 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
     res.set_chunked_content_provider(
         "text/event-stream",
         [this, st](size_t, httplib::DataSink& sink) {
-          if (!st->begun) {
-            st->begun = true;
-            const std::string head = st->builder.stream_begin();
-            if (!head.empty() && !sink.write(head.data(), head.size())) return false;
+          try {
+            return write_stream(*st, sink, opts.poll_interval);
+          } catch (const std::exception& e) {
+            // Nothing sensible can be sent mid-stream; end the connection and free the sequence.
+            std::fprintf(stderr, "memra serve: stream aborted: %s\n", e.what());
+            st->stream->cancel();
+            return false;
           }
-          st->events.clear();
-          const bool more = st->stream->wait(st->events, opts.poll_interval);
-          if (!st->events.empty()) {
-            const std::string text = st->builder.stream_events(st->events);
-            if (!text.empty() && !sink.write(text.data(), text.size())) return false;
-          }
-          if (!more) {
-            const std::string tail = st->builder.stream_end();
-            if (!sink.write(tail.data(), tail.size())) return false;
-            sink.done();
-            return true;
-          }
-          return st->events.empty() ? st->probe.alive() : true;
         },
         // Runs when the response is done with, written or not: a stream that did not complete
         // (client gone, write failed) is cancelled; after completion cancel() changes nothing.
@@ -273,9 +287,11 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options) : impl_(std::make_
   if (tok.bos_id() >= 0) info.template_options.bos_token = tok.token_bytes(tok.bos_id());
   if (tok.eos_id() >= 0) info.template_options.eos_token = tok.token_bytes(tok.eos_id());
 
+  // Each waiting or running request holds a thread; beyond the cap, connections wait in the
+  // pool's queue instead of getting a 429.
   const int32_t threads = m.opts.http_threads > 0
                               ? m.opts.http_threads
-                              : m.opts.scheduler.max_batch + m.opts.scheduler.max_queue + 16;
+                              : std::min(m.opts.scheduler.max_batch + m.opts.scheduler.max_queue + 16, 1024);
   m.svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   m.svr.set_payload_max_length(m.opts.max_body_bytes);
   m.svr.set_tcp_nodelay(true);  // token-sized SSE writes must not wait for Nagle

@@ -155,17 +155,21 @@ void Scheduler::run() {
         for (auto& j : queue_) dropped.push_back(std::move(j));
         queue_.clear();
       }
+      // Requests whose clients left while waiting give their queue places back at once.
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if ((*it)->stream->cancelled()) {
+          dropped.push_back(std::move(*it));
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
       int32_t reserved = static_cast<int32_t>(running_.size());
       for (const auto& j : prefilling_) reserved += j->spec.n;
       // First come, first served: a request that does not fit waits, and so does everything
       // behind it (no starvation of requests with many choices).
       while (!queue_.empty()) {
         std::shared_ptr<Job>& head = queue_.front();
-        if (head->stream->cancelled()) {
-          dropped.push_back(std::move(head));
-          queue_.pop_front();
-          continue;
-        }
         if (reserved + head->spec.n > opts_.max_batch) break;
         reserved += head->spec.n;
         prefilling_.push_back(std::move(head));
