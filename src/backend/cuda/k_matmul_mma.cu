@@ -87,7 +87,7 @@ struct Cfg {
   // The CTA: stages, the decoded scale table [kb][field][jp], slot parities, stack levels 2-4.
   static constexpr int kTab = kStages * kStageBytes;
   static constexpr int kPar = kTab + kKB * kNF * kTJ * 4;
-  static constexpr int kLev = kPar + 16 * kStages;
+  static constexpr int kLev = kPar + (kStages * kKB * 4 + 15) / 16 * 16;
   static constexpr int kSmem = kLev + 3 * kElems * kThreads * 4;
   static_assert(kStageBytes % 16 == 0 && kTab % 16 == 0 && kLev % 16 == 0, "16-byte sections");
   static_assert(kStages * kStageBytes >= kElems * kThreads * 4, "cluster partials reuse the stages");
