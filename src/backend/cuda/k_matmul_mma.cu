@@ -84,10 +84,11 @@ struct Cfg {
   static constexpr int kAq = kMeta + (kKq ? kTJ * 16 : kQ6 ? kTJ * 4 : 0);
   static constexpr int kAx = kAq + kKB * 2 * kTR * 16;
   static constexpr int kStageBytes = kAx + kKB * kTR * 8;
-  // The CTA: stages, the decoded scale table [kb][field][jp], slot parities, stack levels 2-4.
+  // The CTA: stages, the decoded scale table [kb][field][jp], the slots of the blocks of the last
+  // kStages + 1 stages (a ring), stack levels 2-4.
   static constexpr int kTab = kStages * kStageBytes;
-  static constexpr int kPar = kTab + kKB * kNF * kTJ * 4;
-  static constexpr int kLev = kPar + (kStages * kKB * 4 + 15) / 16 * 16;
+  static constexpr int kSlots = kTab + kKB * kNF * kTJ * 4;
+  static constexpr int kLev = kSlots + ((kStages + 1) * kKB * 4 + 15) / 16 * 16;
   static constexpr int kSmem = kLev + 3 * kElems * kThreads * 4;
   static_assert(kStageBytes % 16 == 0 && kTab % 16 == 0 && kLev % 16 == 0, "16-byte sections");
   static_assert(kStages * kStageBytes >= kElems * kThreads * 4, "cluster partials reuse the stages");
@@ -185,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
   const int n_stages = (b_hi - b_lo + kKB - 1) / kKB;
   const bool active = j0 + wj0 < a.n_out && r0 + wr0 < a.rows;  // warp-uniform
   float* tab = reinterpret_cast<float*>(smem + C::kTab);
-  int* par = reinterpret_cast<int*>(smem + C::kPar);
+  int* slots = reinterpret_cast<int*>(smem + C::kSlots);
   float* lev = reinterpret_cast<float*>(smem + C::kLev) + tid;
 
   // Loads. Thread tid copies, for output jl and the blocks kb = kb0 + 2i of each stage, the weight
@@ -200,23 +201,24 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
   const int kbx = tid / (kTR / 2), rx = 2 * (tid % (kTR / 2));
   static_assert(kKB * kTR / 2 == kThreads, "one aux piece per thread");
   const float2* ax_src = a.aux + (b_lo + kbx) * a.R + r0 + rx;
-  int iss_u = 0, iss_c = c_lo;  // (block in chunk, chunk) of the first block of the next stage
-  auto slot_at = [&](int kb) {
-    int u = iss_u + kb, c = iss_c;
-    while (u >= cs) {
-      u -= cs;
-      ++c;
+  // Slots of stage st's blocks: slots[(st % (kStages + 1)) * kKB + kb], written by threads kb < kKB
+  // one stage ahead of the copies that use them (so a barrier always lies between).
+  auto put_slots = [&](int st) {
+    if (tid < kKB) {
+      const int b = b_lo + st * kKB + tid, c = b / cs;
+      slots[(st % (kStages + 1)) * kKB + tid] = (b - c * cs) * 32 + bitrev5(c);
     }
-    return u * 32 + bitrev5(c);
   };
   auto issue = [&](int st) {
     uint8_t* buf = smem + (st % kStages) * C::kStageBytes;
     const int bs0 = b_lo + st * kKB;
+    const int* sl = slots + (st % (kStages + 1)) * kKB;
+    put_slots(st + 1);
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int kb = kb0 + 2 * i;
       if (bs0 + kb >= b_hi) break;
-      const int64_t slot = slot_at(kb);
+      const int64_t slot = sl[kb];
 #pragma unroll
       for (int h = 0; h < C::kHalves; ++h)
         cp_async16(buf + C::kWq + ((kb * C::kHalves + h) * kTJ + jl) * 16, wrow + (C::kHalves * 16) * slot + 16 * h);
@@ -229,7 +231,6 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
         cp_async_ca<4>(buf + C::kSm2 + (kb * kTJ + jl) * 4, wrow + a.off_c + 4 * (slot >> 1));
       }
       cp_async16(buf + C::kAq + ((kb * 2 + ha) * kTR + ra) * 16, aq_src + 2 * i * (2 * a.R));
-      if (jl == 0) par[(st % kStages) * kKB + kb] = static_cast<int>(slot & 1);
     }
     if (bs0 + kbx < b_hi) cp_async16(buf + C::kAx + (kbx * kTR + rx) * 8, ax_src);
     if (tid < kTJ && bs0 < b_hi) {  // the stage's super-block (stages start at multiples of 8)
@@ -241,11 +242,6 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
     }
     aq_src += kKB * 2 * a.R;
     ax_src += kKB * a.R;
-    iss_u += kKB;
-    while (iss_u >= cs) {
-      iss_u -= cs;
-      ++iss_c;
-    }
   };
 
   // Scale table of stage st: the per-(block, output) floats of the epilogue, decoded once per CTA.
@@ -257,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
       const int kb = kb0 + 2 * i, b = bs0 + kb;
       if (b >= b_hi) break;
       float* f = tab + kb * C::kNF * kTJ + pair_index(jl);
-      const int p = par[(st % kStages) * kKB + kb];
+      const int p = slots[(st % (kStages + 1)) * kKB + kb] & 1;
       if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
         const uint32_t w = *reinterpret_cast<const uint32_t*>(buf + C::kSm1 + (kb * kTJ + jl) * 4);
         f[0] = half_bits(w >> (16 * p));
@@ -428,6 +424,8 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
     }
   };
 
+  put_slots(0);
+  __syncthreads();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < n_stages) issue(s);
