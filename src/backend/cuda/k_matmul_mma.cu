@@ -65,12 +65,10 @@ enum AuxMode : int { kAuxNone = 0, kAuxQ4_0 = 1, kAuxSum = 2 };
 template <GgmlType T>
 struct Cfg {
   static constexpr bool kQ8 = T == GgmlType::Q8_0;
-  static constexpr bool kQ5 = T == GgmlType::Q5_K;
   static constexpr bool kKq = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
   static constexpr bool kQ6 = T == GgmlType::Q6_K;
   static constexpr int kHalves = kQ8 ? 2 : 1;  // 16-byte pieces of a block's codes
   static constexpr int kNF = (kKq || kQ6) ? 5 : 1;  // floats per (block, output) in the scale table
-  static constexpr int kAux = T == GgmlType::Q4_0 ? kAuxQ4_0 : kKq ? kAuxSum : kAuxNone;
   // One pipeline stage (byte offsets). Weight codes [kb][half][j][16]; per-(block, output) small
   // data: the 4-byte word holding the f16 scale (Q4_0, Q8_0), qh (Q5_K 4 bytes, Q6_K 8 bytes,
   // stored at pair index jp so rows g and g+8 are adjacent); Q6_K scale-pair words; per-output
@@ -236,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
     if (tid < kTJ && bs0 < b_hi) {  // the stage's super-block (stages start at multiples of 8)
       const int sb = bs0 / 8;
       if constexpr (C::kKq)
-        cp_async_ca<16>(buf + C::kMeta + jl * 16, wrow + (C::kQ5 ? a.off_c : a.off_b) + 16 * sb);
+        cp_async_ca<16>(buf + C::kMeta + jl * 16, wrow + (T == GgmlType::Q5_K ? a.off_c : a.off_b) + 16 * sb);
       else if constexpr (C::kQ6)
         cp_async_ca<4>(buf + C::kMeta + jl * 4, wrow + a.off_c + 2 * static_cast<int64_t>(a.ns) + 4 * (sb >> 1));
     }
@@ -337,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_mma_kernel(const MmaArgs a
         A[1] = hi & 0x0F0F0F0Fu;
         A[2] = (lo >> 4) & 0x0F0F0F0Fu;
         A[3] = (hi >> 4) & 0x0F0F0F0Fu;
-        if constexpr (C::kQ5) {
+        if constexpr (T == GgmlType::Q5_K) {
           const uint2 qh = *reinterpret_cast<const uint2*>(bufp + C::kSm1 + (kb * kTJ + jp) * 4);
           A[0] |= fifth_bits(qh.x >> (4 * t));
           A[1] |= fifth_bits(qh.y >> (4 * t));
