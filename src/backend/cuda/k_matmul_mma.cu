@@ -30,6 +30,14 @@
 //
 // Activations are first re-laid (act_tiles_kernel) in natural block order per row tile, with the
 // per-block float data the epilogue needs; weights are read in place (weight_layout.h).
+//
+// Cost (SASS, sm_90). CTA = 128 outputs x 64 rows, 8 warps of 32 x 32 (2 x 4 m16n8 tiles, 32
+// accumulators a lane); 224-242 registers, no spills; 180-213 KB shared memory, so 1 CTA (8
+// warps) per SM. Per block and warp, Q4_0: 8 IMMA.16832 + 128 FP32 ops (4 an output: the
+// magic-number FADD, scale FMUL, term FMUL, accumulate FADD) + ~45 others (decode, 3 ldmatrix,
+// 6 LDS, addressing, loop) = ~181, plus ~30 for the stage (copies, scale table, barriers). The
+// FP32 epilogue bounds it, not the tensor cores. K-quants: 8 FP32 ops an output, Q6_K 6 (two
+// m16n8k16 MMAs). tools/mma_emu runs this file on the host against the canonical order.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -539,7 +547,8 @@ int sm_count() {
 
 // Cluster size: the split of the chunk range that finishes the grid soonest (waves of CTAs,
 // each doing 1/ks of the blocks), with a small charge for the combine; only for rows of at
-// least 32 blocks (every CTA gets blocks).
+// least 32 blocks (every CTA gets blocks). ks <= 4 keeps each CTA's first block c_lo * cs a
+// multiple of 8, so stages (kKB = 8) never straddle a K-quant super-block.
 int pick_split(int64_t tiles, int nb) {
   const int64_t sms = sm_count();
   int best = 1;
