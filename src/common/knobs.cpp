@@ -31,6 +31,8 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_SCRATCH_MB", Kind::Int, "2048", 64, 1 << 20,
      "CUDA scratch arena for one step's activations (MiB); raise it for huge prefill chunks"},
     {"MEMRA_CUDA_GRAPHS", Kind::Bool, "1", 0, 1, "record decode steps as CUDA graphs and replay them"},
+    {"MEMRA_CUDA_MMA", Kind::Bool, "1", 0, 1,
+     "tensor-core matmul for 16+ activation rows (same bits as the GEMV; 0 forces the GEMV)"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };

@@ -67,7 +67,7 @@ float* CpuBackend::scratch(size_t n) {
     ++block_index_;
   }
   size_t size = std::max<size_t>(n, size_t{1} << 22);
-  blocks_.push_back(Block{std::unique_ptr<float[]>(new (std::align_val_t{64}) float[size]), size, n});
+  blocks_.push_back(Block{std::unique_ptr<float[], AlignedDelete>(new (std::align_val_t{64}) float[size]), size, n});
   block_index_ = blocks_.size() - 1;
   return blocks_.back().data.get();
 }

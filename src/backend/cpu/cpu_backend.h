@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "backend/backend.h"
@@ -60,7 +61,11 @@ class CpuBackend final : public Backend {
 
  private:
   // Scratch arena: blocks are never moved, so pointers stay valid for the whole step.
-  struct Block { std::unique_ptr<float[]> data; size_t size; size_t used; };
+  // Blocks come from aligned new[]: they must go back through the aligned delete[].
+  struct AlignedDelete {
+    void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  struct Block { std::unique_ptr<float[], AlignedDelete> data; size_t size; size_t used; };
   std::vector<Block> blocks_;
   size_t block_index_ = 0;
 };

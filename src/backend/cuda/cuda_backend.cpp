@@ -59,6 +59,7 @@ CudaBackend::CudaBackend() {
     fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
+  set_mma_enabled(knobs::get_bool("MEMRA_CUDA_MMA"));
   if (knobs::get_bool("MEMRA_CUDA_PROFILE")) {
     profiler_.enable(stream_);
     graphs_enabled_ = false;

@@ -15,6 +15,8 @@ namespace {
 // From this many activation rows on, the launchers below hand the work to the tensor-core kernel
 // (matmul_q8_mma, k_matmul_mma.cu): same bits, so this is a pure performance choice.
 constexpr int64_t kMmaMinRows = 16;
+// MEMRA_CUDA_MMA (set by the backend at start-up): 0 keeps every row count on the GEMV.
+bool g_mma_enabled = true;
 constexpr int kRowsPerBlock = 8;  // warps per thread block, one output row each
 
 // NW = 1: each warp computes output rows of one of job.n projections (entry found from the
@@ -180,10 +182,12 @@ bool same_geometry(const DevWeight& a, const DevWeight& b) {
 
 }  // namespace
 
+void set_mma_enabled(bool on) { g_mma_enabled = on; }
+
 void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream) {
   MEMRA_ASSERT(n >= 1 && n <= 4);
   if (x.rows == 0) return;
-  if (x.rows >= kMmaMinRows) {
+  if (g_mma_enabled && x.rows >= kMmaMinRows) {
     for (int e = 0; e < n; ++e) {
       const MatmulTarget& t = targets[e];
       matmul_q8_mma(*t.w, t.mat, x, t.out, t.out_stride, t.accumulate, stream);
@@ -216,7 +220,7 @@ void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int6
 void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, cudaStream_t stream) {
   MEMRA_ASSERT(same_geometry(gate, up) && gate.n_out == up.n_out && x.cols == gate.n_in && x.slots == gate.ns);
   if (x.rows == 0) return;
-  if (x.rows >= kMmaMinRows) {  // the two projections, then silu_mul: the bits of the fused GEMV
+  if (g_mma_enabled && x.rows >= kMmaMinRows) {  // the two projections, then silu_mul: the bits of the fused GEMV
     const int64_t n = x.rows * gate.n_out;
     float* tmp = nullptr;
     CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&tmp), 2 * static_cast<size_t>(n) * sizeof(float), stream));

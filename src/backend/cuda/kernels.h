@@ -34,6 +34,8 @@ void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int6
 // The same bits on the int8 tensor cores (k_matmul_mma.cu); matmul_q8 uses it for many rows.
 void matmul_q8_mma(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
                    cudaStream_t stream);
+// Whether 16+ activation rows go to the tensor-core kernel (identical bits either way).
+void set_mma_enabled(bool on);
 // Up to 4 projections of the same input in one launch; all weights of one device type and n_in.
 struct MatmulTarget {
   const DevWeight* w;
