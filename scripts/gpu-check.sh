@@ -38,7 +38,6 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   [ "$QUICK" = 1 ] && FILTER='Gpu*:CudaLayout*-GpuModel.Synth9b*:GpuAttentionPerf*'
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
-  passed=$(grep -c '^\[       OK \]' "$WORK/gpu-tests.log" || true)
   failed=$(grep -c '^\[  FAILED  \].*(' "$WORK/gpu-tests.log" || true)
   skipped=$(grep -c '^\[  SKIPPED \].*(' "$WORK/gpu-tests.log" || true)
   summary=$(grep -E '^\[  PASSED  \]|tests? ran' "$WORK/gpu-tests.log" | tail -2 | tr '\n' ' ')
