@@ -3,7 +3,9 @@
 # a summary. Usage (from the repository root, on a machine with an NVIDIA GPU):
 #   scripts/gpu-check.sh            # tests + standard benchmarks
 #   scripts/gpu-check.sh tests      # GPU tests only
-#   scripts/gpu-check.sh bench      # benchmarks only
+#   scripts/gpu-check.sh bench      # single-sequence benchmarks only
+#   scripts/gpu-check.sh batch      # batched decode B = 1..64 at depth 512 and 4096, --verify-exact
+#   scripts/gpu-check.sh serve      # memra serve at concurrency 1, 8, 32, 64 (tests/e2e/serve_bench.py)
 #   QUICK=1 scripts/gpu-check.sh    # skips the slow 9B-shaped all-types test, 2 repetitions, depth
 #                                   # 4096 only for 9B Q4_0 (fits a short device lease)
 # The build directory (BUILD, default build-gpu) is used as is when it holds a CUDA build (binaries
@@ -38,6 +40,12 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   [ "$QUICK" = 1 ] && FILTER='Gpu*:CudaLayout*-GpuModel.Synth9b*:GpuAttentionPerf*'
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
+  # Programmatic dependent launch (MEMRA_CUDA_PDL, off by default until measured): the model
+  # tests again with it on, so a kernel that reads before its pdl_wait() shows up as a failure.
+  echo "== GPU model tests with MEMRA_CUDA_PDL=1"
+  MEMRA_CUDA_PDL=1 "$BUILD/memra_tests" --gtest_filter='GpuModel*:GpuSampling*-GpuModel.Synth9b*' --gtest_brief=1 2>&1 \
+    | sed 's/^\[  FAILED  \]/[  FAILED  ] (PDL)/' | tee -a "$WORK/gpu-tests.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
   failed=$(grep -c '^\[  FAILED  \].*(' "$WORK/gpu-tests.log" || true)
   skipped=$(grep -c '^\[  SKIPPED \].*(' "$WORK/gpu-tests.log" || true)
   summary=$(grep -E '^\[  PASSED  \]|tests? ran' "$WORK/gpu-tests.log" | tail -2 | tr '\n' ' ')
@@ -60,14 +68,39 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     [ "$QUICK" = 1 ] && [ "$spec" != "qwen35 9b q4_0" ] && DEPTHS=0
     "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
+    # The same generation test with programmatic dependent launch (rows marked "pdl").
+    MEMRA_CUDA_PDL=1 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -r "$REPS" --ctx 8192 \
+      | grep -E '^\| [^-]' | grep -v '| model |' | sed 's/| tg128 /| tg128 pdl /' | tee -a "$MD"
     echo >> "$MD"
   done
+fi
+
+Q4_9B="$WORK/qwen35-9b-q4_0.gguf"
+need_9b() { [ -f "$Q4_9B" ] || "$BUILD/memra" synth --arch qwen35 --shape 9b --type q4_0 -o "$Q4_9B" || exit 1; }
+
+if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
+  echo "== batched decode (aggregate t/s; floor = weights once + every sequence's state and KV)"
+  need_9b
+  [ -f "$MD" ] || echo "# gpu-check $STAMP (commit $COMMIT)" > "$MD"
+  echo >> "$MD"
+  "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8,16,32,64 -d 512,4096 -r "$REPS" \
+    --ctx 8192 --verify-exact --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
+  [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode: FAILED (see above)" | tee -a "$MD"
+fi
+
+if [ "$MODE" = all ] || [ "$MODE" = serve ]; then
+  echo "== serving (512-token prompts, 256-token answers)"
+  need_9b
+  python3 tests/e2e/serve_bench.py --memra "$BUILD/memra" --model "$Q4_9B" --device cuda \
+    --concurrency 1,8,32,64 --prompt-tokens 512 --max-tokens 256 --out bench/results | tee "$WORK/serve.log"
+  [ -n "${OUT:-}" ] && cp -f bench/results/*serve* "$OUT/" 2>/dev/null
 fi
 
 echo
 echo "== summary (commit $COMMIT)"
 echo "GPU tests: $test_status"
 [ -f "$MD" ] && grep -E '^\| ' "$MD" | grep -v -- '---' | sort -u
+[ -f "$WORK/serve.log" ] && grep -E '^\| ' "$WORK/serve.log"
 if [ -n "${OUT:-}" ]; then
   cp -f "$WORK/gpu-tests.log" "$OUT/" 2>/dev/null || true
   cp -f "$MD" "$JSONL" "$OUT/" 2>/dev/null || true

@@ -443,29 +443,33 @@ TEST_F(ServeHttp, BadRequestsWhileStreamsRun) {
   }
 }
 
-TEST_F(ServeHttp, DisconnectCancelsStreamingAndWholeRequests) {
-  Metrics& m = server_->server().metrics();
-  ASSERT_TRUE(eventually([] { return server_->server().stats().running == 0; }));
+// The tiny model can finish 900 tokens before any server notices a closed socket, so this server
+// paces its ticks (4 ms: 900 tokens take 3.6 s or more) to make the disconnect observable.
+TEST(ServeHttpDisconnect, CancelsStreamingAndWholeRequests) {
+  ServerOptions o;
+  o.scheduler.min_tick_interval = std::chrono::milliseconds(4);
+  TestServer s(o);
+  Metrics& m = s.server().metrics();
   const int64_t before = m.generated_tokens();
   {
-    RawClient c(port());
+    RawClient c(s.port);
     ASSERT_TRUE(c.send_post("/v1/chat/completions",
                             chat_body("Go on forever", R"("max_tokens": 900, "ignore_eos": true, "stream": true)")));
     ASSERT_TRUE(c.read_until("\"role\"", 10s)) << c.received();  // the stream has begun
-    ASSERT_TRUE(eventually([] { return server_->server().stats().running == 1; }));
+    ASSERT_TRUE(eventually([&] { return s.server().stats().running == 1; }));
     ASSERT_TRUE(c.read_until("\"finish_reason\":null}]}\n\ndata: ", 30s)) << c.received();  // a token arrived
   }  // closed
-  EXPECT_TRUE(eventually([] { return server_->server().stats().running == 0; }));
+  EXPECT_TRUE(eventually([&] { return s.server().stats().running == 0; }));
   EXPECT_LT(m.generated_tokens() - before, 900) << "the stream ran to the end despite the disconnect";
 
   const int64_t before2 = m.generated_tokens();
   const uint64_t closed = m.requests("/v1/chat/completions", 499);
   {
-    RawClient c(port());
+    RawClient c(s.port);
     ASSERT_TRUE(c.send_post("/v1/chat/completions", chat_body("Whole answer", R"("max_tokens": 900, "ignore_eos": true)")));
-    ASSERT_TRUE(eventually([] { return server_->server().stats().running == 1; }));
+    ASSERT_TRUE(eventually([&] { return s.server().stats().running == 1; }));
   }
-  EXPECT_TRUE(eventually([] { return server_->server().stats().running == 0; }));
+  EXPECT_TRUE(eventually([&] { return s.server().stats().running == 0; }));
   EXPECT_LT(m.generated_tokens() - before2, 900);
   EXPECT_TRUE(eventually([&] { return m.requests("/v1/chat/completions", 499) == closed + 1; }));
 }
@@ -474,6 +478,7 @@ TEST(ServeHttpLimits, QueueFullGives429AndShutdownEndsStreams) {
   ServerOptions o;
   o.scheduler.max_batch = 1;
   o.scheduler.max_queue = 1;
+  o.scheduler.min_tick_interval = std::chrono::milliseconds(4);  // the running stream outlasts the checks
   TestServer s(o);
   const std::string long_stream = chat_body("Long", R"("max_tokens": 900, "ignore_eos": true, "stream": true)");
   RawClient running(s.port);

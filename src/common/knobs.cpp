@@ -33,6 +33,9 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_GRAPHS", Kind::Bool, "1", 0, 1, "record decode steps as CUDA graphs and replay them"},
     {"MEMRA_CUDA_MMA", Kind::Bool, "1", 0, 1,
      "tensor-core matmul for 16+ activation rows (same bits as the GEMV; 0 forces the GEMV)"},
+    {"MEMRA_CUDA_PDL", Kind::Bool, "0", 0, 1,
+     "programmatic dependent launch: a kernel starts (and loads its weights) while the previous one ends "
+     "(off until measured on hardware: scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };

@@ -199,6 +199,11 @@ void Scheduler::run() {
     if (cut) {
       fail_all(kShutdownMessage);
     } else {
+      if (opts_.min_tick_interval.count() > 0) {
+        const auto next = last_tick_ + opts_.min_tick_interval;
+        if (Clock::now() < next) std::this_thread::sleep_until(next);
+        last_tick_ = Clock::now();
+      }
       reap_cancelled();
       prefill_some();
       decode_step();

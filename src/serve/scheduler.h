@@ -44,6 +44,9 @@ struct SchedulerOptions {
   int32_t prefill_tokens_per_tick = 0;
   // false: always copy full logits and sample on the CPU (a check of the lean paths).
   bool lean_sampling = true;
+  // Shortest time between two scheduler ticks; 0: as fast as the engine goes. Tests use it to
+  // stand in for a slow model (a client must be able to leave before a tiny model finishes).
+  std::chrono::microseconds min_tick_interval{0};
 };
 
 enum class SubmitStatus { Accepted, QueueFull, ShuttingDown };
@@ -102,6 +105,7 @@ class Scheduler {
   bool accepting_ = true;                   // guarded by mu_
   bool stop_ = false;                       // guarded by mu_: the worker exits
   std::chrono::steady_clock::time_point deadline_{};  // guarded by mu_: running work is cut here
+  std::chrono::steady_clock::time_point last_tick_{};  // worker thread only: min_tick_interval pacing
   bool draining_ = false;                   // guarded by mu_
   int32_t running_count_ = 0;               // guarded by mu_: mirror of the worker's count
 

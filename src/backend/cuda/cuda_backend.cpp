@@ -60,6 +60,7 @@ CudaBackend::CudaBackend() {
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
   set_mma_enabled(knobs::get_bool("MEMRA_CUDA_MMA"));
+  set_pdl_enabled(knobs::get_bool("MEMRA_CUDA_PDL"));
   if (knobs::get_bool("MEMRA_CUDA_PROFILE")) {
     profiler_.enable(stream_);
     graphs_enabled_ = false;

@@ -3,6 +3,7 @@
 // -1 if nothing qualifies. "Better" is a total order, so the result does not depend on the
 // reduction shape.
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace memra::cuda {
@@ -41,6 +42,7 @@ __device__ Best block_best(Best mine, Best* shared) {
 }
 
 __global__ void argmax_segments(const float* __restrict__ logits, int64_t n, int n_segments, Best* __restrict__ part) {
+  pdl_enter();
   __shared__ Best shared[kThreads / kWarp];
   const int64_t r = blockIdx.y;
   const int64_t begin = blockIdx.x * kSegment, end = min(n, begin + kSegment);
@@ -55,6 +57,7 @@ __global__ void argmax_segments(const float* __restrict__ logits, int64_t n, int
 }
 
 __global__ void argmax_final(const Best* __restrict__ part, int n_segments, int32_t* __restrict__ out) {
+  pdl_enter();
   __shared__ Best shared[kThreads / kWarp];
   Best mine{0.0f, -1};
   for (int i = threadIdx.x; i < n_segments; i += kThreads) {
@@ -75,10 +78,10 @@ void argmax_rows(const float* logits, int64_t rows, int64_t n, int32_t* out, voi
   MEMRA_ASSERT(n > 0 && n < (int64_t{1} << 31));
   if (rows == 0) return;
   const int n_segments = static_cast<int>(div_up(n, kSegment));
-  argmax_segments<<<dim3(n_segments, static_cast<unsigned>(rows)), kThreads, 0, stream>>>(logits, n, n_segments,
-                                                                                          static_cast<Best*>(work));
+  launch(argmax_segments, dim3(n_segments, static_cast<unsigned>(rows)), kThreads, 0, stream, logits, n, n_segments,
+         static_cast<Best*>(work));
   CUDA_LAUNCH_CHECK();
-  argmax_final<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(static_cast<Best*>(work), n_segments, out);
+  launch(argmax_final, static_cast<unsigned>(rows), kThreads, 0, stream, static_cast<Best*>(work), n_segments, out);
   CUDA_LAUNCH_CHECK();
 }
 

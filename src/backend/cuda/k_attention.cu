@@ -14,6 +14,7 @@
 #include <string>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace memra::cuda {
@@ -106,6 +107,7 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
     attention_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0, int n_head,
                            int n_head_kv, int q_head_stride, int heads_per_kv, int max_splits, float scale,
                            float* __restrict__ part_o, float* __restrict__ part_ml) {
+  pdl_enter();
   using T = Tile<HD, GB>;
   __shared__ float sc[GB][kSplit];                     // scores of the split, then exp(score - max)
   __shared__ float4 stage[kAttnWarps / 2][GB * HD / 4];  // warp-tree staging of the V sums
@@ -283,6 +285,7 @@ __global__ void __launch_bounds__(kCombineThreads)
     attention_combine_kernel(const DeviceStep step, int64_t row0, int n_head, int max_splits,
                              const float* __restrict__ part_o, const float* __restrict__ part_ml,
                              float* __restrict__ out) {
+  pdl_enter();
   constexpr int kCols = HD / 4;  // float4 columns of a head
   constexpr int kParts = kCombineThreads / kCols;
   static_assert(kCombineThreads % kCols == 0 && kParts >= 1);
@@ -377,12 +380,11 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(a.s->n_head_kv * (heads_per_kv / GB)),
                   static_cast<unsigned>(a.max_splits));
-  attention_split_kernel<HD, GB><<<grid, kAttnThreads, 0, a.stream>>>(
-      a.layer, a.q, *a.step, row0, a.s->n_head, a.s->n_head_kv, a.s->q_head_stride, heads_per_kv, a.max_splits, scale,
-      a.part_o, a.part_ml);
+  launch(attention_split_kernel<HD, GB>, grid, kAttnThreads, 0, a.stream, a.layer, a.q, *a.step, row0, a.s->n_head,
+         a.s->n_head_kv, a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
-  attention_combine_kernel<HD><<<static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream>>>(
-      *a.step, row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out);
+  launch(attention_combine_kernel<HD>, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step,
+         row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -6,6 +6,7 @@
 // head) for the core. Every reduction runs inside its block in a fixed tree; nothing but the
 // grid size depends on how many sequences share the step, so a sequence's bits never do.
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace memra::cuda {
@@ -24,6 +25,7 @@ template <int K>
 __global__ void __launch_bounds__(kConvThreads)
     conv1d_silu_kernel(int layer, const float* x, const float* __restrict__ w, float* out, int channels,
                        DeviceStep step) {
+  pdl_enter();
   const int ch = static_cast<int>(blockIdx.x) * kConvThreads + static_cast<int>(threadIdx.x);
   const int seq = static_cast<int>(blockIdx.y);
   if (ch >= channels) return;
@@ -58,7 +60,7 @@ template <int K>
 void launch_conv(int layer, const float* x, const float* w, float* out, int channels, const DeviceStep& step,
                  cudaStream_t stream) {
   const dim3 grid(div_up(channels, kConvThreads), static_cast<unsigned>(step.n_seqs));
-  conv1d_silu_kernel<K><<<grid, kConvThreads, 0, stream>>>(layer, x, w, out, channels, step);
+  launch(conv1d_silu_kernel<K>, grid, kConvThreads, 0, stream, layer, x, w, out, channels, step);
 }
 
 // ------------------------------------------------------------------ delta rule ----
@@ -153,6 +155,7 @@ __device__ __forceinline__ void load_rows(const float* src, float (&dst)[N]) {
 // after S5 and rewritten only after the next row's S1.
 template <int D, int TW>
 __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(CoreArgs p, DeviceStep step) {
+  pdl_enter();
   constexpr int NT = D / TW;          // column tiles
   constexpr int CG = TW / 4;          // float4 column groups per tile
   constexpr int RG = kThreads / CG;   // key-row groups
@@ -331,7 +334,7 @@ constexpr int tile_width() {
 template <int D>
 void launch_core(const CoreArgs& args, const DeviceStep& step, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(args.n_v), static_cast<unsigned>(step.n_seqs));
-  deltanet_kernel<D, tile_width<D>()><<<grid, kThreads, 0, stream>>>(args, step);
+  launch(deltanet_kernel<D, tile_width<D>()>, grid, kThreads, 0, stream, args, step);
 }
 
 }  // namespace

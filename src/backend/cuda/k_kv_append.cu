@@ -2,6 +2,7 @@
 // sequence's f16 caches (row = position, kv_dim halves per row), rounded to nearest even.
 // One launch for every row of the step: block (row, k|v).
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace memra::cuda {
@@ -12,6 +13,7 @@ constexpr int kAppendThreads = 256;
 __global__ void __launch_bounds__(kAppendThreads)
     kv_append_kernel(int layer, const float* __restrict__ k, const float* __restrict__ v, const DeviceStep step,
                      int kv_dim) {
+  pdl_enter();
   const int64_t r = blockIdx.x;
   const bool is_v = blockIdx.y != 0;
   const int32_t seq = step.row_seq[r];
@@ -40,7 +42,8 @@ void kv_append(int layer, const float* k, const float* v, const DeviceStep& step
   MEMRA_ASSERT(n_rows <= step.n_rows);
   MEMRA_ASSERT(reinterpret_cast<uintptr_t>(k) % 8 == 0 && reinterpret_cast<uintptr_t>(v) % 8 == 0);
   if (n_rows == 0) return;
-  kv_append_kernel<<<dim3(static_cast<unsigned>(n_rows), 2), kAppendThreads, 0, stream>>>(layer, k, v, step, kv_dim);
+  launch(kv_append_kernel, dim3(static_cast<unsigned>(n_rows), 2), kAppendThreads, 0, stream, layer, k, v, step,
+         kv_dim);
   CUDA_LAUNCH_CHECK();
 }
 

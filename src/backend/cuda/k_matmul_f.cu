@@ -2,6 +2,7 @@
 // canonical order as the quantized matmul (matmul_order.h): the block term is a fused
 // multiply-add chain over the block's 32 elements in index order.
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/matmul_order.h"
 #include "backend/cuda/weight_layout.h"
@@ -46,6 +47,7 @@ template <GgmlType T, int NB>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     matmul_f_kernel(const DevWeight w, const uint8_t* __restrict__ mat, const float* __restrict__ x, int64_t rows,
                     float* __restrict__ out, int64_t out_stride, bool accumulate) {
+  pdl_enter();
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
   if (j >= w.n_out) return;
@@ -99,7 +101,7 @@ void launch_type(const DevWeight& w, const uint8_t* mat, const float* x, int64_t
   const unsigned grid = div_up(w.n_out, kRowsPerBlock);
   const unsigned threads = kRowsPerBlock * kWarp;
 #define MEMRA_MATMUL_F(NB) \
-  matmul_f_kernel<T, NB><<<grid, threads, 0, stream>>>(w, mat, x, rows, out, out_stride, accumulate)
+  launch(matmul_f_kernel<T, NB>, grid, threads, 0, stream, w, mat, x, rows, out, out_stride, accumulate)
   if (rows >= 8) MEMRA_MATMUL_F(8);
   else if (rows >= 3) MEMRA_MATMUL_F(4);
   else if (rows == 2) MEMRA_MATMUL_F(2);

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_order.h"
 #include "backend/cuda/matmul_terms.cuh"
 #include "backend/cuda/weight_layout.h"
@@ -18,6 +19,7 @@ constexpr int64_t kMmaMinRows = 16;
 // MEMRA_CUDA_MMA (set by the backend at start-up): 0 keeps every row count on the GEMV.
 bool g_mma_enabled = true;
 constexpr int kRowsPerBlock = 8;  // warps per thread block, one output row each
+constexpr int64_t kPrefetchItems = 3;  // work items per warp pulled into L2 before pdl_wait
 
 // NW = 1: each warp computes output rows of one of job.n projections (entry found from the
 // row's global index). NW = 2: the SwiGLU pair, each warp computes row j of gate and of up and
@@ -66,14 +68,33 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     }
   };
 
+  // Weights are never written by a kernel: the first work item is loaded and the next few are
+  // pulled into L2 before waiting for the previous kernel (launch.cuh), so the weight stream is
+  // already flowing when the activations become readable.
+  RawBlock cur[NW][kU], nxt[NW][kU];
+  fetch(0, cur);
+  for (int64_t item = 1; item < n_items && item <= kPrefetchItems; ++item) {
+    int e;
+    int64_t j;
+    row_of(item, e, j);
+    const int64_t q = item % rounds;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t ub = q * kU + u;
+      if (ub < mine)
+#pragma unroll
+        for (int v = 0; v < NW; ++v) prefetch_block_l2<T>(job.mat[e + v] + j * w.row_stride, ub * kWarp + lane);
+    }
+  }
+  pdl_enter();
+
   for (int64_t r0 = 0; r0 < rows; r0 += NB) {
     float P[NW][NB];
 #pragma unroll
     for (int v = 0; v < NW; ++v)
 #pragma unroll
       for (int i = 0; i < NB; ++i) P[v][i] = 0.0f;
-    RawBlock cur[NW][kU], nxt[NW][kU];
-    fetch(0, cur);
+    if (r0 > 0) fetch(0, cur);
     for (int64_t item = 0; item < n_items; ++item) {
       if (item + 1 < n_items) fetch(item + 1, nxt);
       const int64_t q = item % rounds;
@@ -150,11 +171,11 @@ template <GgmlType T, int NW>
 void launch_type(const DevWeight& w, const GemvJob& job, const Q8Act& x, cudaStream_t stream) {
   const unsigned threads = kRowsPerBlock * kWarp;
   const int64_t rows = x.rows;
-#define MEMRA_MATMUL_Q8(NB)                                                                             \
-  do {                                                                                                 \
-    static const unsigned grid_cap = persistent_grid(matmul_q8_kernel<T, NB, NW>, int64_t{1} << 30);   \
-    const unsigned grid = std::min<unsigned>(grid_cap, div_up(job.row_begin[job.n], kRowsPerBlock));  \
-    matmul_q8_kernel<T, NB, NW><<<grid, threads, 0, stream>>>(w, job, x.q, x.d, x.s, rows);           \
+#define MEMRA_MATMUL_Q8(NB)                                                                          \
+  do {                                                                                               \
+    static const unsigned grid_cap = persistent_grid(matmul_q8_kernel<T, NB, NW>, int64_t{1} << 30); \
+    const unsigned grid = std::min<unsigned>(grid_cap, div_up(job.row_begin[job.n], kRowsPerBlock)); \
+    launch(matmul_q8_kernel<T, NB, NW>, grid, threads, 0, stream, w, job, x.q, x.d, x.s, rows);      \
   } while (0)
   if (rows >= 8) MEMRA_MATMUL_Q8(8);
   else if (rows >= 3) MEMRA_MATMUL_Q8(4);
@@ -165,7 +186,7 @@ void launch_type(const DevWeight& w, const GemvJob& job, const Q8Act& x, cudaStr
 }
 
 template <int NW>
-void launch(const DevWeight& w, const GemvJob& job, const Q8Act& x, cudaStream_t stream) {
+void launch_gemv(const DevWeight& w, const GemvJob& job, const Q8Act& x, cudaStream_t stream) {
   switch (w.type) {
     case GgmlType::Q4_0: launch_type<GgmlType::Q4_0, NW>(w, job, x, stream); break;
     case GgmlType::Q8_0: launch_type<GgmlType::Q8_0, NW>(w, job, x, stream); break;
@@ -208,7 +229,7 @@ void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStr
     job.accumulate[e] = t.accumulate;
     job.row_begin[e + 1] = job.row_begin[e] + t.w->n_out;
   }
-  launch<1>(w, job, x, stream);
+  launch_gemv<1>(w, job, x, stream);
 }
 
 void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
@@ -238,7 +259,7 @@ void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x
   job.mat[1] = up.data;
   job.out[0] = act;
   job.out_stride[0] = gate.n_out;
-  launch<2>(gate, job, x, stream);
+  launch_gemv<2>(gate, job, x, stream);
 }
 
 }  // namespace memra::cuda

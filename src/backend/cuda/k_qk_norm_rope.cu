@@ -3,6 +3,7 @@
 // One warp per head (query heads first, then key heads, row by row); a head's result depends only
 // on that head's values and the row's position (fixed per-lane order, fixed butterfly).
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace memra::cuda {
@@ -16,6 +17,7 @@ __global__ void __launch_bounds__(kNormRopeWarps* kWarp)
                         const float* __restrict__ k_norm, const float* __restrict__ inv_freq,
                         const int32_t* __restrict__ positions, int64_t n_heads_total, int n_head, int n_head_kv,
                         int head_dim, int n_rot, int q_head_stride, float eps) {
+  pdl_enter();
   extern __shared__ float staging[];  // [kNormRopeWarps][head_dim]: the normed head, read by the rotation
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kNormRopeWarps + warp;
@@ -68,9 +70,8 @@ void qk_norm_rope(float* q, float* k, const float* q_norm, const float* k_norm, 
   if (n_rows == 0) return;
   const int64_t total = n_rows * (s.n_head + s.n_head_kv);
   const size_t smem = static_cast<size_t>(kNormRopeWarps) * s.head_dim * sizeof(float);
-  qk_norm_rope_kernel<<<div_up(total, kNormRopeWarps), kNormRopeWarps * kWarp, smem, stream>>>(
-      q, k, q_norm, k_norm, inv_freq, step.positions, total, s.n_head, s.n_head_kv, s.head_dim, s.n_rot,
-      s.q_head_stride, eps);
+  launch(qk_norm_rope_kernel, div_up(total, kNormRopeWarps), kNormRopeWarps * kWarp, smem, stream, q, k, q_norm, k_norm,
+         inv_freq, step.positions, total, s.n_head, s.n_head_kv, s.head_dim, s.n_rot, s.q_head_stride, eps);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -1,6 +1,7 @@
 // Activation quantization for the quantized matmuls: per 32-element block, d = max|x| / 127,
 // q = round(x / d), s = sum(q). One warp per block; a row's blocks never depend on other rows.
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/matmul_order.h"
 
@@ -8,6 +9,7 @@ namespace memra::cuda {
 
 __global__ void quantize_q8_kernel(const float* __restrict__ x, int8_t* __restrict__ q, float* __restrict__ d,
                                    int32_t* __restrict__ s, int64_t n_blocks, int64_t nb, int64_t ns) {
+  pdl_enter();
   const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (g >= n_blocks) return;
@@ -33,8 +35,8 @@ void quantize_q8(const float* x, const Q8Act& out, cudaStream_t stream) {
   const int64_t n_blocks = out.rows * out.cols / 32;
   if (n_blocks == 0) return;
   constexpr int threads = 256;
-  quantize_q8_kernel<<<div_up(n_blocks * kWarp, threads), threads, 0, stream>>>(x, out.q, out.d, out.s, n_blocks,
-                                                                              out.cols / 32, out.slots);
+  launch(quantize_q8_kernel, div_up(n_blocks * kWarp, threads), threads, 0, stream, x, out.q, out.d, out.s, n_blocks,
+         out.cols / 32, out.slots);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -4,6 +4,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_order.h"
 #include "backend/cuda/weight_layout.h"
 
@@ -62,6 +63,7 @@ __device__ float decode_element(const DevWeight& w, const uint8_t* row, int64_t 
 }
 
 __global__ void embed_kernel(const DevWeight w, const int32_t* __restrict__ tokens, float* __restrict__ out) {
+  pdl_enter();
   const int64_t r = blockIdx.y;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= w.n_in) return;
@@ -91,6 +93,7 @@ __device__ __forceinline__ float row_rms_scale(const float* xr, int64_t dim, flo
 
 __global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                                                float* __restrict__ out, int64_t dim, float eps) {
+  pdl_enter();
   __shared__ float red[32];
   float v[kMaxPerThread];
   const float scale = row_rms_scale(x + blockIdx.x * dim, dim, eps, v, red);
@@ -109,6 +112,7 @@ __global__ void __launch_bounds__(kNormThreads)
     rms_norm_q8_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
                        int8_t* __restrict__ q, float* __restrict__ d, int32_t* __restrict__ s, int64_t dim, int64_t ns,
                        float eps) {
+  pdl_enter();
   __shared__ float red[32];
   float v[kMaxPerThread];
   const float scale = row_rms_scale(x + blockIdx.x * dim, dim, eps, v, red);
@@ -144,12 +148,14 @@ unsigned norm_threads(int64_t dim) {
 
 __global__ void silu_mul_kernel(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
                                 int64_t n) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = __fmul_rn(silu(g[i]), u[i]);
 }
 
 __global__ void sigmoid_gate_mul_kernel(float* __restrict__ out, const float* __restrict__ gate, int n_head,
                                         int head_dim, int64_t gate_row_stride, int gate_head_stride, int64_t n) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const int64_t per_row = static_cast<int64_t>(n_head) * head_dim;
@@ -160,6 +166,7 @@ __global__ void sigmoid_gate_mul_kernel(float* __restrict__ out, const float* __
 
 __global__ void gather_rows_kernel(const float* __restrict__ x, const int32_t* __restrict__ src, int64_t cols,
                                    float* __restrict__ out) {
+  pdl_enter();
   const int64_t r = blockIdx.y;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < cols) out[r * cols + i] = x[static_cast<int64_t>(src[r]) * cols + i];
@@ -170,14 +177,14 @@ __global__ void gather_rows_kernel(const float* __restrict__ x, const int32_t* _
 void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, float* out, cudaStream_t stream) {
   if (n_rows == 0) return;
   dim3 grid(div_up(table.n_in, 256), static_cast<unsigned>(n_rows));
-  embed_kernel<<<grid, 256, 0, stream>>>(table, step.tokens, out);
+  launch(embed_kernel, grid, 256, 0, stream, table, step.tokens, out);
   CUDA_LAUNCH_CHECK();
 }
 
 void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps, cudaStream_t stream) {
   MEMRA_ASSERT(dim <= int64_t{kNormThreads} * kMaxPerThread);
   if (rows == 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(x, w, out, dim, eps);
+  launch(rms_norm_kernel, static_cast<unsigned>(rows), norm_threads(dim), 0, stream, x, w, out, dim, eps);
   CUDA_LAUNCH_CHECK();
 }
 
@@ -186,14 +193,14 @@ void rms_norm_q8(const float* x, const float* w, float* out, const Q8Act& q, int
   MEMRA_ASSERT(dim % 32 == 0 && q.rows == rows && q.cols == dim && q.slots == n_slots(dim / 32));
   MEMRA_ASSERT(dim <= int64_t{kNormThreads} * kMaxPerThread);
   if (rows == 0) return;
-  rms_norm_q8_kernel<<<static_cast<unsigned>(rows), norm_threads(dim), 0, stream>>>(x, w, out, q.q, q.d, q.s, dim,
-                                                                                      q.slots, eps);
+  launch(rms_norm_q8_kernel, static_cast<unsigned>(rows), norm_threads(dim), 0, stream, x, w, out, q.q, q.d, q.s, dim,
+         q.slots, eps);
   CUDA_LAUNCH_CHECK();
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  silu_mul_kernel<<<div_up(n, 256), 256, 0, stream>>>(gate, up, out, n);
+  launch(silu_mul_kernel, div_up(n, 256), 256, 0, stream, gate, up, out, n);
   CUDA_LAUNCH_CHECK();
 }
 
@@ -201,15 +208,15 @@ void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, i
                       int gate_head_stride, cudaStream_t stream) {
   const int64_t n = rows * n_head * head_dim;
   if (n == 0) return;
-  sigmoid_gate_mul_kernel<<<div_up(n, 256), 256, 0, stream>>>(out, gate, n_head, head_dim, gate_row_stride,
-                                                                gate_head_stride, n);
+  launch(sigmoid_gate_mul_kernel, div_up(n, 256), 256, 0, stream, out, gate, n_head, head_dim, gate_row_stride,
+         gate_head_stride, n);
   CUDA_LAUNCH_CHECK();
 }
 
 void gather_rows(const float* x, const int32_t* src_rows_dev, int64_t n, int64_t cols, float* out, cudaStream_t stream) {
   if (n == 0) return;
   dim3 grid(div_up(cols, 256), static_cast<unsigned>(n));
-  gather_rows_kernel<<<grid, 256, 0, stream>>>(x, src_rows_dev, cols, out);
+  launch(gather_rows_kernel, grid, 256, 0, stream, x, src_rows_dev, cols, out);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -7,6 +7,7 @@
 // so a row's token depends neither on the segment size, the block schedule, nor the other rows.
 // Only float operations from det_math.h touch the values (no libm, no fast math).
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/sample_kernels.h"
 
 namespace memra::cuda {
@@ -164,6 +165,7 @@ __device__ Best combine_parts(const Best* part, int n_seg, Best* shared) {
 
 __global__ void k_patch(const SampleRowDesc* __restrict__ desc, const SamplePatchOp* __restrict__ ops, int n_ops,
                         const float* __restrict__ bias, float* __restrict__ out) {
+  pdl_enter();
   const int k = blockIdx.x * kThreads + threadIdx.x;
   if (k >= n_ops) return;
   const SamplePatchOp op = ops[k];
@@ -176,6 +178,7 @@ __global__ void k_patch(const SampleRowDesc* __restrict__ desc, const SamplePatc
 __global__ void __launch_bounds__(kThreads) k_row_max(const SampleRowDesc* __restrict__ desc, SampleRowState* state,
                                                       Best* part, unsigned* counter, int32_t* tokens, int64_t n,
                                                       int seg) {
+  pdl_enter();
   __shared__ uint32_t bits[kMaxSeg / 32];
   __shared__ Best red[kThreads / kWarp];
   const int r = blockIdx.y, g = blockIdx.x, n_seg = gridDim.x;
@@ -292,6 +295,7 @@ __device__ void select_step(const SampleRowDesc& d, SampleRowState* row_state, i
 __global__ void __launch_bounds__(kThreads) k_select(const SampleRowDesc* __restrict__ desc, SampleRowState* state,
                                                      const int32_t* __restrict__ list, unsigned long long* hist,
                                                      unsigned* counter, int64_t n, int seg, int mode, int pass) {
+  pdl_enter();
   __shared__ uint32_t bits[kMaxSeg / 32];
   __shared__ unsigned long long bins[kSelectBins];
   const int r = list[blockIdx.y], g = blockIdx.x, n_seg = gridDim.x;
@@ -333,6 +337,7 @@ __global__ void __launch_bounds__(kThreads) k_gumbel(const SampleRowDesc* __rest
                                                      const SampleRowState* __restrict__ state,
                                                      const int32_t* __restrict__ list, Best* part, unsigned* counter,
                                                      int32_t* tokens, int64_t n, int seg) {
+  pdl_enter();
   __shared__ uint32_t bits[kMaxSeg / 32];
   __shared__ float bound[kThreads];
   __shared__ Best red[kThreads / kWarp];
@@ -421,12 +426,12 @@ void sample_rows(const SampleBatch& b, void* work, cudaStream_t stream) {
 
   const unsigned n_seg = div_up(b.n, b.seg);
   if (b.n_ops > 0) {
-    k_patch<<<div_up(b.n_ops, kThreads), kThreads, 0, stream>>>(b.desc, b.ops, b.n_ops, b.bias_values,
-                                                                b.patch_values);
+    launch(k_patch, div_up(b.n_ops, kThreads), kThreads, 0, stream, b.desc, b.ops, b.n_ops, b.bias_values,
+           b.patch_values);
     CUDA_LAUNCH_CHECK();
   }
-  k_row_max<<<dim3(n_seg, static_cast<unsigned>(b.rows)), kThreads, 0, stream>>>(b.desc, state, part, counter,
-                                                                                  b.tokens, b.n, b.seg);
+  launch(k_row_max, dim3(n_seg, static_cast<unsigned>(b.rows)), kThreads, 0, stream, b.desc, state, part, counter,
+         b.tokens, b.n, b.seg);
   CUDA_LAUNCH_CHECK();
   // top-k before top-p: top-p weighs what top-k (and min-p) kept.
   const struct {
@@ -437,14 +442,14 @@ void sample_rows(const SampleBatch& b, void* work, cudaStream_t stream) {
   for (const auto& ph : phases) {
     if (ph.count == 0) continue;
     for (int pass = 0; pass < kSelectPasses; ++pass) {
-      k_select<<<dim3(n_seg, static_cast<unsigned>(ph.count)), kThreads, 0, stream>>>(
-          b.desc, state, ph.list, hist, counter, b.n, b.seg, ph.mode, pass);
+      launch(k_select, dim3(n_seg, static_cast<unsigned>(ph.count)), kThreads, 0, stream, b.desc, state, ph.list, hist,
+             counter, b.n, b.seg, ph.mode, pass);
       CUDA_LAUNCH_CHECK();
     }
   }
   if (b.n_temp > 0) {
-    k_gumbel<<<dim3(n_seg, static_cast<unsigned>(b.n_temp)), kThreads, 0, stream>>>(b.desc, state, b.temp_rows, part,
-                                                                                    counter, b.tokens, b.n, b.seg);
+    launch(k_gumbel, dim3(n_seg, static_cast<unsigned>(b.n_temp)), kThreads, 0, stream, b.desc, state, b.temp_rows,
+           part, counter, b.tokens, b.n, b.seg);
     CUDA_LAUNCH_CHECK();
   }
 }

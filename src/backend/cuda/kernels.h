@@ -36,6 +36,8 @@ void matmul_q8_mma(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, 
                    cudaStream_t stream);
 // Whether 16+ activation rows go to the tensor-core kernel (identical bits either way).
 void set_mma_enabled(bool on);
+// MEMRA_CUDA_PDL: programmatic dependent launch for every kernel launched through launch.cuh.
+void set_pdl_enabled(bool on);
 // Up to 4 projections of the same input in one launch; all weights of one device type and n_in.
 struct MatmulTarget {
   const DevWeight* w;

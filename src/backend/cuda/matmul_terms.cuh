@@ -87,6 +87,13 @@ __device__ __forceinline__ RawBlock fetch_block(const uint8_t* row, const DevWei
   return r;
 }
 
+// The bulk bytes of block slot k (its quants) into L2, for a fetch_block soon after.
+template <GgmlType T>
+__device__ __forceinline__ void prefetch_block_l2(const uint8_t* row, int64_t k) {
+  const uint8_t* p = row + (T == GgmlType::Q8_0 ? 32 : 16) * k;
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 __device__ __forceinline__ float half_bits(uint32_t bits) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFF)));
 }

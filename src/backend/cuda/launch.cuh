@@ -1,0 +1,58 @@
+// Kernel launches with programmatic dependent launch (PDL, sm_90): a kernel launched through
+// launch() may start while the kernel before it in the stream is still running, so its thread
+// blocks are resident and its weight loads in flight when that kernel ends. The contract every
+// kernel launched this way keeps:
+//   - before pdl_wait(): read only memory no kernel writes (weights, kernel parameters); write
+//     nothing;
+//   - pdl_wait() returns once every earlier kernel of the stream has completed and its writes are
+//     visible (transitively: each of them waited for its own predecessor);
+//   - pdl_launch_dependents() right after pdl_wait() lets the next kernel start; calling it after
+//     the wait keeps at most two kernels resident (the running one, the next one prefetching).
+// With PDL off (MEMRA_CUDA_PDL=0) both calls are no-ops and launches serialize as usual.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace memra::cuda {
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Both together: the first statement of a kernel that has nothing to prefetch.
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+  pdl_launch_dependents();
+}
+
+// Set once by the backend at start-up (MEMRA_CUDA_PDL, set_pdl_enabled in kernels.h).
+bool pdl_enabled();
+
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace memra::cuda
