@@ -42,10 +42,14 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   rc=${PIPESTATUS[0]}
   # Programmatic dependent launch (MEMRA_CUDA_PDL, off by default until measured): the model
   # tests again with it on, so a kernel that reads before its pdl_wait() shows up as a failure.
-  echo "== GPU model tests with MEMRA_CUDA_PDL=1"
-  MEMRA_CUDA_PDL=1 "$BUILD/memra_tests" --gtest_filter='GpuModel*:GpuSampling*-GpuModel.Synth9b*' --gtest_brief=1 2>&1 \
-    | sed 's/^\[  FAILED  \]/[  FAILED  ] (PDL)/' | tee -a "$WORK/gpu-tests.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  # The same for the chunked Gated DeltaNet prefill (MEMRA_CUDA_GDN_CHUNKED, off by default until
+  # measured; its op-level tests in gpu_deltanet_test.cpp run both forms regardless).
+  for knob in MEMRA_CUDA_PDL MEMRA_CUDA_GDN_CHUNKED; do
+    echo "== GPU model tests with $knob=1"
+    env "$knob=1" "$BUILD/memra_tests" --gtest_filter='GpuModel*:GpuSampling*-GpuModel.Synth9b*' --gtest_brief=1 2>&1 \
+      | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  done
   failed=$(grep -c '^\[  FAILED  \].*(' "$WORK/gpu-tests.log" || true)
   skipped=$(grep -c '^\[  SKIPPED \].*(' "$WORK/gpu-tests.log" || true)
   summary=$(grep -E '^\[  PASSED  \]|tests? ran' "$WORK/gpu-tests.log" | tail -2 | tr '\n' ' ')
@@ -68,9 +72,12 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     [ "$QUICK" = 1 ] && [ "$spec" != "qwen35 9b q4_0" ] && DEPTHS=0
     "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
-    # The same generation test with programmatic dependent launch (rows marked "pdl").
-    MEMRA_CUDA_PDL=1 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -r "$REPS" --ctx 8192 \
-      | grep -E '^\| [^-]' | grep -v '| model |' | sed 's/| tg128 /| tg128 pdl /' | tee -a "$MD"
+    # The knobs still off by default, measured against the rows above: programmatic dependent
+    # launch (decode and prefill) and the chunked Gated DeltaNet prefill (rows marked so).
+    MEMRA_CUDA_PDL=1 "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 \
+      | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| (pp512|tg128) /| \1 pdl /' | tee -a "$MD"
+    MEMRA_CUDA_GDN_CHUNKED=1 "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 0 -r "$REPS" --ctx 8192 \
+      | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| pp512 /| pp512 chunked-gdn /' | tee -a "$MD"
     echo >> "$MD"
   done
 fi

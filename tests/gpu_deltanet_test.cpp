@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -287,6 +288,20 @@ struct Pair {
   std::vector<SeqState> initial;
 };
 
+// A CUDA backend with prompts through the chunked core (MEMRA_CUDA_GDN_CHUNKED) or not; null
+// without a GPU. The knob is read when the backend is made.
+std::unique_ptr<Backend> gpu_backend(bool chunked) {
+  const char* old = std::getenv("MEMRA_CUDA_GDN_CHUNKED");
+  const std::string saved = old ? old : "";
+  setenv("MEMRA_CUDA_GDN_CHUNKED", chunked ? "1" : "0", 1);
+  auto be = test::make_gpu_backend();
+  if (old) setenv("MEMRA_CUDA_GDN_CHUNKED", saved.c_str(), 1);
+  else unsetenv("MEMRA_CUDA_GDN_CHUNKED");
+  return be;
+}
+
+const char* mode_name(bool chunked) { return chunked ? " [chunked]" : " [recurrent]"; }
+
 std::vector<int> iota_ids(int n) {
   std::vector<int> ids(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) ids[i] = i;
@@ -349,11 +364,15 @@ TEST(GpuDeltaNetDecode, MatchesCpuOnRealShapes) {
 }
 
 TEST(GpuDeltaNetPrefill, MatchesCpuOnRealShapes) {
-  MEMRA_GPU_OR_SKIP(gpu);
+  MEMRA_GPU_OR_SKIP(probe);
   auto cpu = make_cpu_backend();
-  // (rows, position of the first row): the CPU cuts prompts on a 64-position grid, so 37 + 100
-  // crosses two boundaries off the chunk start.
-  const std::pair<int, int> cases[] = {{1, 0}, {7, 0}, {64, 0}, {100, 0}, {100, 37}};
+  // (rows, position of the first row): the CPU cuts prompts on a 64-position grid, the chunked
+  // GPU core on a 32-position grid, so 37 + 100 crosses boundaries of both off the chunk start;
+  // 31 / 32 / 33 rows end just before, at and after a GPU chunk boundary.
+  const std::pair<int, int> cases[] = {{1, 0}, {2, 0}, {7, 0}, {31, 0}, {32, 0}, {33, 0},
+                                       {64, 0}, {100, 0}, {100, 37}, {40, 31}, {300, 5}};
+  for (bool chunked : {false, true}) {
+  auto gpu = gpu_backend(chunked);
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kDemo, kNextTiny, kD96, kD256}) {
     for (auto [rows, pos0] : cases) {
       Pair p(*cpu, *gpu, shape, 1, 40 + rows);
@@ -361,17 +380,65 @@ TEST(GpuDeltaNetPrefill, MatchesCpuOnRealShapes) {
       p.gpu.cache(0).advance(pos0);
       const StepInputs in = make_inputs(shape.s, rows, 500 + rows);
       const std::string what = std::string(shape.name) + " prefill " + std::to_string(rows) + " rows at " +
-                               std::to_string(pos0);
+                               std::to_string(pos0) + mode_name(chunked);
       const double tol = rows == 1 ? kDecodeTol : kCarriedTol;
       expect_close(p.gpu.deltanet({0}, {rows}, in), p.cpu.deltanet({0}, {rows}, in), tol, what + " y");
       p.check_states(tol, what);
     }
   }
+  }
+}
+
+// The chunked core's state at a multiple of 32 positions is the same bits however the prompt
+// reached it (one step, or steps cut on the grid), which prefix snapshots rely on; and single
+// rows (decode) give the recurrent kernel's bits whether the chunked core is enabled or not.
+TEST(GpuDeltaNetChunked, GridSplitsAndDecodeBitsAreStable) {
+  MEMRA_GPU_OR_SKIP(probe);
+  auto chunked = gpu_backend(true), recurrent = gpu_backend(false);
+  for (const NamedShape& shape : {kQwen35_9b, kTiny, kDemo}) {
+    const GdnShape& s = shape.s;
+    const ModelConfig cfg = make_config(s);
+    const LayerWeights w = make_weights(s, 120);
+    Rig whole(*chunked, shape, cfg, w, 1), split(*chunked, shape, cfg, w, 1), plain(*recurrent, shape, cfg, w, 1);
+    const SeqState st0 = make_state(s, 121);
+    whole.set_state(0, st0);
+    split.set_state(0, st0);
+    plain.set_state(0, st0);
+    const StepInputs all = make_inputs(s, 100, 122);
+    auto part = [&](int from, int rows) {
+      StepInputs in;
+      in.rows = rows;
+      const size_t w_mixed = static_cast<size_t>(s.conv_channels()), w_z = static_cast<size_t>(s.n_v) * s.d,
+                   w_b = beta_width(s), w_a = static_cast<size_t>(s.n_v);
+      in.mixed.assign(all.mixed.begin() + from * w_mixed, all.mixed.begin() + (from + rows) * w_mixed);
+      in.z.assign(all.z.begin() + from * w_z, all.z.begin() + (from + rows) * w_z);
+      in.beta.assign(all.beta.begin() + from * w_b, all.beta.begin() + (from + rows) * w_b);
+      in.alpha.assign(all.alpha.begin() + from * w_a, all.alpha.begin() + (from + rows) * w_a);
+      return in;
+    };
+    const std::vector<float> y_whole = whole.deltanet({0}, {100}, all);
+    std::vector<float> y_split = split.deltanet({0}, {64}, part(0, 64));
+    const std::vector<float> y_rest = split.deltanet({0}, {36}, part(64, 36));
+    y_split.insert(y_split.end(), y_rest.begin(), y_rest.end());
+    const std::string what = shape.name;
+    EXPECT_TRUE(same_bits(y_split, y_whole)) << what << ": 64 + 36 rows differ from 100 in one step";
+    EXPECT_TRUE(same_bits(split.state(0).ssm[kLayer], whole.state(0).ssm[kLayer])) << what << ": state differs";
+
+    // Then one decode row on both backends from the same (copied) state: recurrent bits.
+    plain.set_state(0, whole.state(0));
+    plain.cache(0).advance(100);
+    const StepInputs one = make_inputs(s, 1, 123);
+    const std::vector<float> y1_chunked = whole.deltanet({0}, {1}, one), y1_plain = plain.deltanet({0}, {1}, one);
+    EXPECT_TRUE(same_bits(y1_chunked, y1_plain)) << what << ": a decode row depends on the chunked switch";
+    EXPECT_TRUE(same_bits(whole.state(0).ssm[kLayer], plain.state(0).ssm[kLayer])) << what;
+  }
 }
 
 TEST(GpuDeltaNetSteps, StateCarriedAcrossSteps) {
-  MEMRA_GPU_OR_SKIP(gpu);
+  MEMRA_GPU_OR_SKIP(probe);
   auto cpu = make_cpu_backend();
+  for (bool chunked : {false, true}) {
+  auto gpu = gpu_backend(chunked);
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kNext80b}) {
     Pair p(*cpu, *gpu, shape, 3, 60);
     // Three prompts prefilled together, decode steps, then a mixed step.
@@ -380,16 +447,19 @@ TEST(GpuDeltaNetSteps, StateCarriedAcrossSteps) {
     steps.push_back({3, 1, 2});
     for (size_t k = 0; k < steps.size(); ++k) {
       const StepInputs in = make_step(shape.s, steps[k], 700 + 31 * k);
-      const std::string what = std::string(shape.name) + " step " + std::to_string(k);
+      const std::string what = std::string(shape.name) + " step " + std::to_string(k) + mode_name(chunked);
       expect_close(p.gpu.deltanet(iota_ids(3), steps[k], in), p.cpu.deltanet(iota_ids(3), steps[k], in),
                    kCarriedTol, what + " y");
     }
-    p.check_states(kCarriedTol, std::string(shape.name) + " after steps");
+    p.check_states(kCarriedTol, std::string(shape.name) + " after steps" + mode_name(chunked));
+  }
   }
 }
 
 TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
-  MEMRA_GPU_OR_SKIP(gpu);
+  MEMRA_GPU_OR_SKIP(probe);
+  for (bool chunked : {false, true}) {
+  auto gpu = gpu_backend(chunked);
   for (const NamedShape& shape : {kQwen35_9b, kNextTiny, kDemo, kD96}) {
     const GdnShape& s = shape.s;
     const ModelConfig cfg = make_config(s);
@@ -426,7 +496,7 @@ TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
       const auto y_batch = batch.deltanet(order, rows, concat(ptrs));
       const size_t width = static_cast<size_t>(s.n_v) * s.d;
       const std::vector<float> y_x(y_batch.begin() + x_row0 * width, y_batch.begin() + (x_row0 + x_rows) * width);
-      const std::string what = std::string(shape.name) + " step " + std::to_string(k);
+      const std::string what = std::string(shape.name) + " step " + std::to_string(k) + mode_name(chunked);
       EXPECT_TRUE(same_bits(y_x, y_alone)) << what << ": y differs alone vs batched";
       const SeqState st_alone = alone.state(0), st_batch = batch.state(kX);
       EXPECT_TRUE(same_bits(st_batch.ssm[kLayer], st_alone.ssm[kLayer])) << what << ": recurrent state differs";
@@ -434,6 +504,7 @@ TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
       // Every output of X was written (y starts as NaN).
       EXPECT_TRUE(std::all_of(y_alone.begin(), y_alone.end(), [](float v) { return std::isfinite(v); })) << what;
     }
+  }
   }
 }
 

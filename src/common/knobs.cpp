@@ -36,6 +36,9 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_PDL", Kind::Bool, "0", 0, 1,
      "programmatic dependent launch: a kernel starts (and loads its weights) while the previous one ends "
      "(off until measured on hardware: scripts/gpu-check.sh runs it)"},
+    {"MEMRA_CUDA_GDN_CHUNKED", Kind::Bool, "0", 0, 1,
+     "prompts through the chunked Gated DeltaNet form on the GPU (off until measured on hardware: "
+     "scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };

@@ -61,6 +61,7 @@ CudaBackend::CudaBackend() {
   graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
   set_mma_enabled(knobs::get_bool("MEMRA_CUDA_MMA"));
   set_pdl_enabled(knobs::get_bool("MEMRA_CUDA_PDL"));
+  set_gdn_chunked(knobs::get_bool("MEMRA_CUDA_GDN_CHUNKED"));
   if (knobs::get_bool("MEMRA_CUDA_PROFILE")) {
     profiler_.enable(stream_);
     graphs_enabled_ = false;

@@ -5,13 +5,19 @@
 // Exactness: one thread per (sequence, channel) for the conv, one block per (sequence, value
 // head) for the core. Every reduction runs inside its block in a fixed tree; nothing but the
 // grid size depends on how many sequences share the step, so a sequence's bits never do.
+#include <climits>
+#include <cstdint>
+
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/deltanet_args.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace memra::cuda {
 
 namespace {
+
+bool g_gdn_chunked = false;  // MEMRA_CUDA_GDN_CHUNKED, set by the backend at start-up
 
 // ---------------------------------------------------------------- conv1d + SiLU ----
 
@@ -68,21 +74,6 @@ void launch_conv(int layer, const float* x, const float* w, float* out, int chan
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarp;
 
-struct CoreArgs {
-  int layer;
-  const float* conv_out;  // rows x (2*n_k*d + n_v*d): q | k | v
-  const float* z;         // rows x n_v*d
-  const float* beta_raw;  // Separate: rows x n_v; GroupedBA: rows x 2*n_v (b and a)
-  const float* alpha_raw; // Separate: rows x n_v; unused for GroupedBA
-  const float* ssm_a;     // n_v
-  const float* dt_bias;   // n_v
-  const float* norm_w;    // d
-  float* y;               // rows x n_v*d
-  int n_k, n_v;
-  GdnHeadMap head_map;
-  GdnGateLayout gate_layout;
-  float eps;
-};
 
 // NV sums over the block in a fixed tree: warp butterflies, then the warp totals added in warp
 // order by every thread (so every thread holds the same bits). One barrier; the caller makes sure
@@ -105,8 +96,6 @@ __device__ __forceinline__ void block_sums(float (&v)[NV], float (*red)[NV]) {
     v[x] = acc;
   }
 }
-
-__device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 __device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {
   return make_float4(fmaf(a, b.x, c.x), fmaf(a, b.y, c.y), fmaf(a, b.z, c.z), fmaf(a, b.w, c.w));
@@ -168,7 +157,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
   const int cg = tid % CG, rg = tid / CG;
   const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
   const int n = step.seq_n_rows[seq];
-  if (n == 0) return;  // uniform per block
+  if (n == 0 || n > p.recurrent_max_rows) return;  // uniform per block
   const int64_t row0 = step.seq_row0[seq];
   float* const S_g = step.ssm[p.layer * step.n_seqs + seq] + static_cast<int64_t>(h) * D * D;
 
@@ -179,8 +168,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
   __shared__ float s_red1[kWarps][3];
   __shared__ float s_red3[kWarps][1];
 
-  const int r = p.n_v / p.n_k;
-  const int kh = p.head_map == GdnHeadMap::Tiled ? h % p.n_k : h / r;
+  const int kh = key_head_of(p, h);
   const int64_t C = static_cast<int64_t>(2 * p.n_k + p.n_v) * D;
   const int64_t Y = static_cast<int64_t>(p.n_v) * D;  // z and y row stride
   const int64_t q_off = static_cast<int64_t>(kh) * D;
@@ -208,14 +196,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
       }
       if (tid < TW) vj = crow[v_off + tile * TW + tid];
       float b, a;
-      if (p.gate_layout == GdnGateLayout::Separate) {
-        b = p.beta_raw[row * p.n_v + h];
-        a = p.alpha_raw[row * p.n_v + h];
-      } else {
-        const float* ba = p.beta_raw + row * 2 * p.n_v + static_cast<int64_t>(h / r) * 2 * r;
-        b = ba[h % r];
-        a = ba[r + h % r];
-      }
+      gate_inputs(p, row, h, b, a);
 
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q also scaled by 1/sqrt(D). k.q from the raw dot.
       float sums[3] = {qx * qx, kx * kx, qx * kx};
@@ -357,6 +338,8 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
   CUDA_LAUNCH_CHECK();
 }
 
+void set_gdn_chunked(bool on) { g_gdn_chunked = on; }
+
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
                    float eps, const DeviceStep& step, cudaStream_t stream) {
@@ -365,8 +348,14 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   MEMRA_ASSERT(layer >= 0 && step.n_seqs >= 0 && step.n_seqs <= 65535);
   MEMRA_ASSERT(s.gate_layout == GdnGateLayout::GroupedBA || alpha_raw != nullptr);
   if (step.n_seqs == 0) return;
-  const CoreArgs args{layer, conv_out, z, beta_raw, alpha_raw, ssm_a, dt_bias, norm_w, y,
-                      s.n_k, s.n_v, s.head_map, s.gate_layout, eps};
+  // Prompts (a sequence with 2+ rows) take the chunked form where it is enabled and built for the
+  // head size; single rows (decode) always take the recurrent kernel, so a sequence's decode bits
+  // never depend on whether others in the step are prefilling.
+  const bool chunked = g_gdn_chunked && step.max_seq_rows >= 2 && deltanet_chunked_supported(s.d);
+  const CoreArgs args{layer,  conv_out, z,           beta_raw,      alpha_raw, ssm_a, dt_bias, norm_w,
+                      y,      s.n_k,    s.n_v,       s.head_map,    s.gate_layout, eps,
+                      chunked ? 1 : INT32_MAX};
+  if (chunked) deltanet_chunked(args, s.d, step, stream);
   switch (s.d) {
     case 32: launch_core<32>(args, step, stream); break;
     case 64: launch_core<64>(args, step, stream); break;

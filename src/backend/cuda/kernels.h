@@ -95,6 +95,9 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
                    float eps, const DeviceStep& step, cudaStream_t stream);
+// MEMRA_CUDA_GDN_CHUNKED: prompts (sequences with 2+ rows in a step) through the chunked form
+// (k_deltanet_chunked.cu) for the head sizes it is built for; decode rows are unaffected.
+void set_gdn_chunked(bool on);
 
 // ---- measurement ----
 // Median bandwidth (bytes/s) of a read-only streaming kernel over `bytes` of device memory.

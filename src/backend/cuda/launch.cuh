@@ -8,6 +8,11 @@
 //     visible (transitively: each of them waited for its own predecessor);
 //   - pdl_launch_dependents() right after pdl_wait() lets the next kernel start; calling it after
 //     the wait keeps at most two kernels resident (the running one, the next one prefetching).
+//   - every block reaches pdl_wait() in at least one thread before it ends (an early return
+//     before it would let the kernel finish ahead of its predecessor, and the next kernel's wait
+//     would no longer cover that predecessor);
+//   - data written by the previous kernel is read after the wait; __ldg there relies on the
+//     wait's visibility guarantee (if MEMRA_CUDA_PDL=1 ever differs from 0, try __ldcg first).
 // With PDL off (MEMRA_CUDA_PDL=0) both calls are no-ops and launches serialize as usual.
 #pragma once
 
