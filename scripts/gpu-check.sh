@@ -44,7 +44,7 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   # tests again with it on, so a kernel that reads before its pdl_wait() shows up as a failure.
   # The same for the chunked Gated DeltaNet prefill (MEMRA_CUDA_GDN_CHUNKED, off by default until
   # measured; its op-level tests in gpu_deltanet_test.cpp run both forms regardless).
-  for knob in MEMRA_CUDA_PDL MEMRA_CUDA_GDN_CHUNKED; do
+  for knob in MEMRA_CUDA_PDL MEMRA_CUDA_GDN_CHUNKED MEMRA_CUDA_FUSED_Q8; do
     echo "== GPU model tests with $knob=1"
     env "$knob=1" "$BUILD/memra_tests" --gtest_filter='GpuModel*:GpuSampling*-GpuModel.Synth9b*' --gtest_brief=1 2>&1 \
       | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
@@ -72,12 +72,18 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     [ "$QUICK" = 1 ] && [ "$spec" != "qwen35 9b q4_0" ] && DEPTHS=0
     "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
-    # The knobs still off by default, measured against the rows above: programmatic dependent
-    # launch (decode and prefill) and the chunked Gated DeltaNet prefill (rows marked so).
-    MEMRA_CUDA_PDL=1 "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 \
-      | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| (pp512|tg128) /| \1 pdl /' | tee -a "$MD"
-    MEMRA_CUDA_GDN_CHUNKED=1 "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 0 -r "$REPS" --ctx 8192 \
-      | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| pp512 /| pp512 chunked-gdn /' | tee -a "$MD"
+    # The knobs still off by default, measured against the rows above (rows marked with the
+    # knob): programmatic dependent launch, fused activation quantization, the chunked Gated
+    # DeltaNet prefill, and all three together (the Q4_0 models).
+    [ "$3" = q4_0 ] || { echo >> "$MD"; continue; }
+    for variant in "pdl MEMRA_CUDA_PDL=1" "fused-q8 MEMRA_CUDA_FUSED_Q8=1" "chunked-gdn MEMRA_CUDA_GDN_CHUNKED=1" \
+                   "all3 MEMRA_CUDA_PDL=1 MEMRA_CUDA_FUSED_Q8=1 MEMRA_CUDA_GDN_CHUNKED=1"; do
+      set -- $variant
+      tag=$1
+      shift
+      env "$@" "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 --jsonl "$JSONL.$tag" \
+        | grep -E '^\| [^-]' | grep -v '| model |' | sed -E "s/\| (pp512|tg128) /| \1 $tag /" | tee -a "$MD"
+    done
     echo >> "$MD"
   done
 fi
@@ -110,5 +116,5 @@ echo "GPU tests: $test_status"
 [ -f "$WORK/serve.log" ] && grep -E '^\| ' "$WORK/serve.log"
 if [ -n "${OUT:-}" ]; then
   cp -f "$WORK/gpu-tests.log" "$OUT/" 2>/dev/null || true
-  cp -f "$MD" "$JSONL" "$OUT/" 2>/dev/null || true
+  cp -f "$MD" "$JSONL"* "$OUT/" 2>/dev/null || true
 fi

@@ -138,6 +138,49 @@ TEST(GpuModel, GreedyDecodeIsDeterministic) {
   EXPECT_EQ(runs[0], runs[1]);
 }
 
+// Prefill and decode logits with a CUDA knob at 0 and at 1 (the knob is read when the engine
+// opens its backend).
+std::vector<float> run_with_knob(const std::string& path, const char* knob, bool on) {
+  const char* old = std::getenv(knob);
+  const std::string saved = old ? old : "";
+  setenv(knob, on ? "1" : "0", 1);
+  auto e = open(path, "cuda");
+  if (old) setenv(knob, saved.c_str(), 1);
+  else unsetenv(knob);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back((i * 7919 + 13) % 1000 + 5);
+  std::vector<float> all = teacher_forced(*e, ids, false);
+  std::vector<float> steps = teacher_forced(*e, ids, true);
+  all.insert(all.end(), steps.begin(), steps.end());
+  return all;
+}
+
+// The fused quantization of the GDN core's and the attention gate's outputs is the same bits as
+// quantizing them separately: logits identical with MEMRA_CUDA_FUSED_Q8 on and off.
+TEST(GpuModel, FusedActivationQuantizationIsBitIdentical) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  gpu.reset();
+  const std::string path = synth_file("qwen35", "9b", "q4_0", 4);
+  const std::vector<float> plain = run_with_knob(path, "MEMRA_CUDA_FUSED_Q8", false);
+  const std::vector<float> fused = run_with_knob(path, "MEMRA_CUDA_FUSED_Q8", true);
+  ASSERT_EQ(plain.size(), fused.size());
+  EXPECT_TRUE(std::memcmp(plain.data(), fused.data(), plain.size() * sizeof(float)) == 0)
+      << "logits differ between MEMRA_CUDA_FUSED_Q8=0 and 1";
+}
+
+// Programmatic dependent launch changes when kernels start, never what they compute: logits
+// identical with MEMRA_CUDA_PDL on and off (a kernel reading before its pdl_wait would differ).
+TEST(GpuModel, ProgrammaticDependentLaunchIsBitIdentical) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  gpu.reset();
+  const std::string path = synth_file("qwen35", "9b", "q4_0", 4);
+  const std::vector<float> plain = run_with_knob(path, "MEMRA_CUDA_PDL", false);
+  const std::vector<float> pdl = run_with_knob(path, "MEMRA_CUDA_PDL", true);
+  ASSERT_EQ(plain.size(), pdl.size());
+  EXPECT_TRUE(std::memcmp(plain.data(), pdl.data(), plain.size() * sizeof(float)) == 0)
+      << "logits differ between MEMRA_CUDA_PDL=0 and 1";
+}
+
 // Decode B sequences together and each alone: every logits row must match bit for bit.
 TEST(GpuModel, BatchedDecodeIsBitIdenticalToAlone) {
   MEMRA_GPU_OR_SKIP(gpu);

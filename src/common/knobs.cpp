@@ -39,6 +39,9 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_GDN_CHUNKED", Kind::Bool, "0", 0, 1,
      "prompts through the chunked Gated DeltaNet form on the GPU (off until measured on hardware: "
      "scripts/gpu-check.sh runs it)"},
+    {"MEMRA_CUDA_FUSED_Q8", Kind::Bool, "0", 0, 1,
+     "the GDN core and the attention gate write their outputs' 8-bit form (same bits, two fewer "
+     "launches per layer; off until measured on hardware: scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };

@@ -61,7 +61,8 @@ CudaBackend::CudaBackend() {
   graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
   set_mma_enabled(knobs::get_bool("MEMRA_CUDA_MMA"));
   set_pdl_enabled(knobs::get_bool("MEMRA_CUDA_PDL"));
-  set_gdn_chunked(knobs::get_bool("MEMRA_CUDA_GDN_CHUNKED"));
+  gdn_chunked_ = knobs::get_bool("MEMRA_CUDA_GDN_CHUNKED");
+  fused_q8_ = knobs::get_bool("MEMRA_CUDA_FUSED_Q8");
   if (knobs::get_bool("MEMRA_CUDA_PROFILE")) {
     profiler_.enable(stream_);
     graphs_enabled_ = false;
@@ -317,7 +318,17 @@ void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t 
     cuda::rms_norm(x, w.data, out, rows, dim, eps, stream_);
     return;
   }
-  const int64_t slots = n_slots(dim / 32);
+  const Q8Act a = q8_slot(rows, dim);
+  cuda::rms_norm_q8(x, w.data, out, a, rows, dim, eps, stream_);
+  q8_cached_ = {out, a};
+}
+
+// The one activation slot that fused producers (RMSNorm, the GDN core, the attention gate) write
+// their output's 8-bit form into; the next matmul of that output finds it through q8_cached_.
+// Each producer's output is consumed before the next producer runs, so one slot suffices.
+Q8Act CudaBackend::q8_slot(int64_t rows, int64_t cols) {
+  MEMRA_ASSERT(cols % 32 == 0);
+  const int64_t slots = n_slots(cols / 32);
   const size_t q_bytes = (static_cast<size_t>(rows * slots * 32) + 255) / 256 * 256;
   const size_t need = q_bytes + 2 * static_cast<size_t>(rows * slots) * 4;
   if (need > q8_slot_bytes_) {
@@ -329,13 +340,12 @@ void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t 
   }
   Q8Act a;
   a.rows = rows;
-  a.cols = dim;
+  a.cols = cols;
   a.slots = slots;
   a.q = reinterpret_cast<int8_t*>(q8_slot_);
   a.d = reinterpret_cast<float*>(q8_slot_ + q_bytes);
   a.s = reinterpret_cast<int32_t*>(q8_slot_ + q_bytes + static_cast<size_t>(rows * slots) * 4);
-  cuda::rms_norm_q8(x, w.data, out, a, rows, dim, eps, stream_);
-  q8_cached_ = {out, a};
+  return a;
 }
 
 void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) {
@@ -461,7 +471,14 @@ void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, 
                                    int64_t gate_row_stride, int gate_head_stride) {
   invalidate_q8();
   OpProfiler::Scope prof(profiler_, "sigmoid_gate_mul", 0);
-  cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, stream_);
+  const int64_t cols = static_cast<int64_t>(n_head) * head_dim;
+  if (!fused_q8_ || cols % 32 != 0) {
+    cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, nullptr, stream_);
+    return;
+  }
+  const Q8Act a = q8_slot(rows, cols);
+  cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, &a, stream_);
+  q8_cached_ = {out, a};
 }
 
 void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) {
@@ -482,8 +499,15 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
     cuda::conv1d_silu(layer, mixed, conv_w.data, conv, channels, s.conv_kernel, step_, stream_);
   }
   OpProfiler::Scope prof(profiler_, "deltanet_core", 0);
-  cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, step_,
-                      stream_);
+  if (!fused_q8_) {
+    cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, nullptr,
+                        gdn_chunked_, step_, stream_);
+    return;
+  }
+  const Q8Act a = q8_slot(step_.n_rows, static_cast<int64_t>(s.n_v) * s.d);  // d is a multiple of 32
+  cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, &a,
+                      gdn_chunked_, step_, stream_);
+  q8_cached_ = {y, a};
 }
 
 double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwidth(size_t{4} << 30, 9, stream_); }

@@ -105,9 +105,12 @@ class CudaBackend final : public Backend {
     const float* x = nullptr;
     Q8Act act;
   } q8_cached_;
+  bool fused_q8_ = false;     // MEMRA_CUDA_FUSED_Q8
+  bool gdn_chunked_ = false;  // MEMRA_CUDA_GDN_CHUNKED
   uint8_t* q8_slot_ = nullptr;
   size_t q8_slot_bytes_ = 0;
   void invalidate_q8() { q8_cached_.x = nullptr; }
+  Q8Act q8_slot(int64_t rows, int64_t cols);
 };
 
 }  // namespace memra::cuda

@@ -17,8 +17,6 @@ namespace memra::cuda {
 
 namespace {
 
-bool g_gdn_chunked = false;  // MEMRA_CUDA_GDN_CHUNKED, set by the backend at start-up
-
 // ---------------------------------------------------------------- conv1d + SiLU ----
 
 constexpr int kConvThreads = 128;
@@ -268,9 +266,11 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
         // Gated RMSNorm over the head: threads tid >= D hold o = 0.
         float ss[1] = {o * o};
         block_sums<1>(ss, s_red3);  // S5
-        if (tid < D) {
+        if (tid < D) {  // whole warps (D is a multiple of 32)
           const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
-          p.y[row * Y + static_cast<int64_t>(h) * D + tid] = o * inv * nw * silu(zj);
+          const float yv = o * inv * nw * silu(zj);
+          p.y[row * Y + static_cast<int64_t>(h) * D + tid] = yv;
+          quantize_output(p, row, h, D, tid, yv);
         }
       } else {
         if (tid < TW) p.y[row * Y + static_cast<int64_t>(h) * D + tile * TW + tid] = o;  // raw o for now
@@ -294,9 +294,11 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
       }
       float ss[1] = {o * o};
       block_sums<1>(ss, s_red3);
-      if (tid < D) {
+      if (tid < D) {  // whole warps
         const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
-        p.y[at] = o * inv * nw * silu(zj);
+        const float yv = o * inv * nw * silu(zj);
+        p.y[at] = yv;
+        quantize_output(p, row0 + t, h, D, tid, yv);
       }
       __syncthreads();  // s_red3 is rewritten by the next row
     }
@@ -338,11 +340,10 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
   CUDA_LAUNCH_CHECK();
 }
 
-void set_gdn_chunked(bool on) { g_gdn_chunked = on; }
-
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, const DeviceStep& step, cudaStream_t stream) {
+                   float eps, const Q8Act* y_q8, bool chunked_prompts, const DeviceStep& step,
+                   cudaStream_t stream) {
   MEMRA_ASSERT(s.n_k > 0 && s.n_v > 0 && s.n_v % s.n_k == 0, "value heads must be a multiple of key heads");
   MEMRA_ASSERT(s.d >= 32 && s.d <= 256 && s.d % 32 == 0, "GDN head size must be a multiple of 32 up to 256");
   MEMRA_ASSERT(layer >= 0 && step.n_seqs >= 0 && step.n_seqs <= 65535);
@@ -351,10 +352,28 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   // Prompts (a sequence with 2+ rows) take the chunked form where it is enabled and built for the
   // head size; single rows (decode) always take the recurrent kernel, so a sequence's decode bits
   // never depend on whether others in the step are prefilling.
-  const bool chunked = g_gdn_chunked && step.max_seq_rows >= 2 && deltanet_chunked_supported(s.d);
-  const CoreArgs args{layer,  conv_out, z,           beta_raw,      alpha_raw, ssm_a, dt_bias, norm_w,
-                      y,      s.n_k,    s.n_v,       s.head_map,    s.gate_layout, eps,
-                      chunked ? 1 : INT32_MAX};
+  const bool chunked = chunked_prompts && step.max_seq_rows >= 2 && deltanet_chunked_supported(s.d);
+  CoreArgs args;
+  args.layer = layer;
+  args.conv_out = conv_out;
+  args.z = z;
+  args.beta_raw = beta_raw;
+  args.alpha_raw = alpha_raw;
+  args.ssm_a = ssm_a;
+  args.dt_bias = dt_bias;
+  args.norm_w = norm_w;
+  args.y = y;
+  if (y_q8) {
+    const int64_t cols = static_cast<int64_t>(s.n_v) * s.d;
+    MEMRA_ASSERT(y_q8->rows == step.n_rows && y_q8->cols == cols && y_q8->slots == n_slots(cols / 32));
+    args.y_q8 = *y_q8;
+  }
+  args.n_k = s.n_k;
+  args.n_v = s.n_v;
+  args.head_map = s.head_map;
+  args.gate_layout = s.gate_layout;
+  args.eps = eps;
+  args.recurrent_max_rows = chunked ? 1 : INT32_MAX;
   if (chunked) deltanet_chunked(args, s.d, step, stream);
   switch (s.d) {
     case 32: launch_core<32>(args, step, stream); break;

@@ -224,7 +224,9 @@ __global__ void __launch_bounds__(kThreads, 1) deltanet_chunked_kernel(const Cor
       const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss, static_cast<float>(D)) + p.eps));
       for (int x = lane; x < D; x += kWarp) {
         const int64_t at = row * Y + static_cast<int64_t>(h) * D + x;
-        p.y[at] = Q[i * R + x] * inv * p.norm_w[x] * silu(p.z[at]);
+        const float yv = Q[i * R + x] * inv * p.norm_w[x] * silu(p.z[at]);
+        p.y[at] = yv;
+        quantize_output(p, row, h, D, x, yv);
       }
     }
     // ... and the state update (reads K and V', writes only S elements this thread owns).

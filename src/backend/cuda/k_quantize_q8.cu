@@ -1,9 +1,10 @@
-// Activation quantization for the quantized matmuls: per 32-element block, d = max|x| / 127,
-// q = round(x / d), s = sum(q). One warp per block; a row's blocks never depend on other rows.
+// Activation quantization for the quantized matmuls (quantize_q8.cuh): one warp per 32-element
+// block; a row's blocks never depend on other rows.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/matmul_order.h"
+#include "backend/cuda/quantize_q8.cuh"
 
 namespace memra::cuda {
 
@@ -15,19 +16,7 @@ __global__ void quantize_q8_kernel(const float* __restrict__ x, int8_t* __restri
   if (g >= n_blocks) return;
   const int64_t r = g / nb, b = g % nb;
   const int64_t blk = r * ns + slot_of_block(b, nb);  // storage slot of this block
-  const float v = x[g * 32 + lane];
-  const float amax = warp_max(fabsf(v));
-  // Codes are round(v * 127 / max|v|) (one division per block, not per element); the stored
-  // scale is max|v| / 127. rms_norm_q8 uses the same two expressions.
-  const float scale = __fdiv_rn(amax, 127.0f);
-  const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-  const int qi = max(-127, min(127, __float2int_rn(__fmul_rn(v, inv))));
-  q[blk * 32 + lane] = static_cast<int8_t>(qi);
-  const int sum = __reduce_add_sync(0xffffffffu, qi);
-  if (lane == 0) {
-    d[blk] = scale;
-    s[blk] = sum;
-  }
+  quantize_block_warp(x[g * 32 + lane], q, d, s, blk);
 }
 
 void quantize_q8(const float* x, const Q8Act& out, cudaStream_t stream) {

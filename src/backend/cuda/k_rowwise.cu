@@ -6,6 +6,7 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_order.h"
+#include "backend/cuda/quantize_q8.cuh"
 #include "backend/cuda/weight_layout.h"
 
 namespace memra::cuda {
@@ -105,8 +106,7 @@ __global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* __r
 }
 
 // The same values as rms_norm_kernel, then each warp quantizes the 32-element blocks it holds
-// exactly as quantize_q8_kernel does (max |v| / 127, round(v / d), sum of codes), writing them in
-// slot order. Thread t holds element t + k*blockDim.x: with blockDim.x a multiple of 32, warp w
+// (quantize_block_warp), writing them in slot order. Thread t holds element t + k*blockDim.x: with blockDim.x a multiple of 32, warp w
 // holds whole blocks (w + k*blockDim.x/32).
 __global__ void __launch_bounds__(kNormThreads)
     rms_norm_q8_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
@@ -124,17 +124,7 @@ __global__ void __launch_bounds__(kNormThreads)
     if (i - lane >= dim) break;  // warp-uniform: whole blocks
     const float y = __fmul_rn(__fmul_rn(v[k], scale), w[i]);
     out[blockIdx.x * dim + i] = y;
-    const float amax = warp_max(fabsf(y));
-    const float dq = __fdiv_rn(amax, 127.0f);
-    const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-    const int qi = max(-127, min(127, __float2int_rn(__fmul_rn(y, inv))));
-    const int64_t slot = blockIdx.x * ns + slot_of_block(i / 32, nb);
-    q[slot * 32 + lane] = static_cast<int8_t>(qi);
-    const int sum = __reduce_add_sync(0xffffffffu, qi);
-    if (lane == 0) {
-      d[slot] = dq;
-      s[slot] = sum;
-    }
+    quantize_block_warp(y, q, d, s, blockIdx.x * ns + slot_of_block(i / 32, nb));
   }
 }
 
@@ -153,15 +143,20 @@ __global__ void silu_mul_kernel(const float* __restrict__ g, const float* __rest
   if (i < n) out[i] = __fmul_rn(silu(g[i]), u[i]);
 }
 
+// q8.q non-null: n_head * head_dim is a multiple of 32, so each warp holds one whole block.
 __global__ void sigmoid_gate_mul_kernel(float* __restrict__ out, const float* __restrict__ gate, int n_head,
-                                        int head_dim, int64_t gate_row_stride, int gate_head_stride, int64_t n) {
+                                        int head_dim, int64_t gate_row_stride, int gate_head_stride, int64_t n,
+                                        const Q8Act q8) {
   pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const int64_t per_row = static_cast<int64_t>(n_head) * head_dim;
   const int64_t r = i / per_row;
   const int h = static_cast<int>((i % per_row) / head_dim), e = static_cast<int>(i % head_dim);
-  out[i] = __fmul_rn(out[i], sigmoid(gate[r * gate_row_stride + static_cast<int64_t>(h) * gate_head_stride + e]));
+  const float g = gate[r * gate_row_stride + static_cast<int64_t>(h) * gate_head_stride + e];
+  const float y = __fmul_rn(out[i], sigmoid(g));
+  out[i] = y;
+  if (q8.q) quantize_block_warp(y, q8.q, q8.d, q8.s, r * q8.slots + slot_of_block((i % per_row) / 32, per_row / 32));
 }
 
 __global__ void gather_rows_kernel(const float* __restrict__ x, const int32_t* __restrict__ src, int64_t cols,
@@ -205,11 +200,17 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStr
 }
 
 void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim, int64_t gate_row_stride,
-                      int gate_head_stride, cudaStream_t stream) {
+                      int gate_head_stride, const Q8Act* q8_out, cudaStream_t stream) {
   const int64_t n = rows * n_head * head_dim;
   if (n == 0) return;
+  Q8Act q8;
+  if (q8_out) {
+    const int64_t cols = static_cast<int64_t>(n_head) * head_dim;
+    MEMRA_ASSERT(cols % 32 == 0 && q8_out->rows == rows && q8_out->cols == cols && q8_out->slots == n_slots(cols / 32));
+    q8 = *q8_out;
+  }
   launch(sigmoid_gate_mul_kernel, div_up(n, 256), 256, 0, stream, out, gate, n_head, head_dim, gate_row_stride,
-         gate_head_stride, n);
+         gate_head_stride, n, q8);
   CUDA_LAUNCH_CHECK();
 }
 

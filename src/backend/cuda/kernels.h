@@ -69,8 +69,10 @@ void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t 
 void rms_norm_q8(const float* x, const float* w, float* out, const Q8Act& q, int64_t rows, int64_t dim, float eps,
                  cudaStream_t stream);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+// out *= sigmoid(gate), per head; with q8_out (rows x n_head*head_dim, a multiple of 32) the
+// result is also quantized there, the bits quantize_q8 would give.
 void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim, int64_t gate_row_stride,
-                      int gate_head_stride, cudaStream_t stream);
+                      int gate_head_stride, const Q8Act* q8_out, cudaStream_t stream);
 void gather_rows(const float* x, const int32_t* src_rows_dev, int64_t n, int64_t cols, float* out, cudaStream_t stream);
 
 // ---- full attention ----
@@ -91,13 +93,13 @@ void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
                  const DeviceStep& step, cudaStream_t stream);
 // l2norm(q,k), gates, delta rule over each sequence's rows (in order), then the gated RMSNorm
-// with z: y rows x n_v*d. Updates each sequence's state.
+// with z: y rows x n_v*d (and, with y_q8, its 8-bit form: quantize_q8's bits). Updates each
+// sequence's state. chunked_prompts (MEMRA_CUDA_GDN_CHUNKED): sequences with 2+ rows in the step
+// go through the chunked form (k_deltanet_chunked.cu) where it is built for the head size;
+// single rows (decode) always take the recurrent kernel.
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, const DeviceStep& step, cudaStream_t stream);
-// MEMRA_CUDA_GDN_CHUNKED: prompts (sequences with 2+ rows in a step) through the chunked form
-// (k_deltanet_chunked.cu) for the head sizes it is built for; decode rows are unaffected.
-void set_gdn_chunked(bool on);
+                   float eps, const Q8Act* y_q8, bool chunked_prompts, const DeviceStep& step, cudaStream_t stream);
 
 // ---- measurement ----
 // Median bandwidth (bytes/s) of a read-only streaming kernel over `bytes` of device memory.
