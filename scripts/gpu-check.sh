@@ -74,8 +74,11 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
       | tee -a "$MD"
     # The knobs still off by default, measured against the rows above (rows marked with the
     # knob): programmatic dependent launch, fused activation quantization, the chunked Gated
-    # DeltaNet prefill, and all three together (the Q4_0 models).
+    # DeltaNet prefill, and all three together (the Q4_0 models); the 8-bit KV cache at depth.
     [ "$3" = q4_0 ] || { echo >> "$MD"; continue; }
+    MEMRA_CUDA_KV=q8_0 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS" --ctx 8192 \
+      --jsonl "$JSONL.kv-q8" | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| tg128 /| tg128 kv-q8 /' \
+      | tee -a "$MD"
     for variant in "pdl MEMRA_CUDA_PDL=1" "fused-q8 MEMRA_CUDA_FUSED_Q8=1" "chunked-gdn MEMRA_CUDA_GDN_CHUNKED=1" \
                    "all3 MEMRA_CUDA_PDL=1 MEMRA_CUDA_FUSED_Q8=1 MEMRA_CUDA_GDN_CHUNKED=1"; do
       set -- $variant

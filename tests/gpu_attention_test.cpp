@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -51,6 +52,22 @@ constexpr int32_t kFillChunk = 512;
 // head's output by at most ~5e-4 relative L2 in a float64 simulation at 1..4096 keys; float
 // accumulation and the float rope angle add well under 1e-4. Bound per (row, head): 2e-3.
 constexpr double kAttnTol = 2e-3;
+// The 8-bit cache (MEMRA_CUDA_KV=q8_0) rounds each element to 1/254 of its 32-block's max|x|: a
+// float64 simulation of these shapes (1..4096 keys, head size 256) moves a head's output by
+// 0.55-1.3% relative L2 (worst of 35 draws). Bound per (row, head): 4e-2; a wrong scale or block
+// gives errors of order 1. The cache bytes themselves are checked exactly (KvAppendQ8).
+constexpr double kAttnTolQ8 = 4e-2;
+
+// A CUDA backend whose KV cache is `kv` (MEMRA_CUDA_KV), or null without a GPU.
+std::unique_ptr<Backend> gpu_with_kv(const char* kv) {
+  const char* old = std::getenv("MEMRA_CUDA_KV");
+  const std::string saved = old ? old : "";
+  setenv("MEMRA_CUDA_KV", kv, 1);
+  auto be = test::make_gpu_backend();
+  if (old) setenv("MEMRA_CUDA_KV", saved.c_str(), 1);
+  else unsetenv("MEMRA_CUDA_KV");
+  return be;
+}
 
 ModelConfig make_config(const Dims& d) {
   ModelConfig c;
@@ -110,8 +127,9 @@ struct StepOut {
 // One model shape, a list of sequences with caches on both backends, and steps over them.
 class Rig {
  public:
-  Rig(Backend& gpu, const Dims& d)
-      : d_(d),
+  Rig(Backend& gpu, const Dims& d, double tol = kAttnTol)
+      : tol_(tol),
+        d_(d),
         cfg_(make_config(d)),
         s_(make_shape(d)),
         cpu_(make_cpu_backend()),
@@ -213,7 +231,7 @@ class Rig {
       for (int h = 0; h < s_.n_head; ++h) {
         const double e = slice_err(r.gpu, r.cpu, row * o_row() + h * hd, hd);
         worst = std::max(worst, e);
-        if (!(e <= kAttnTol) && ++bad <= 5)
+        if (!(e <= tol_) && ++bad <= 5)
           ADD_FAILURE() << d_.name << " " << what << ": row " << row << " (sequence " << r.row_seq[row]
                         << ", position " << r.row_pos[row] << ") head " << h << " relative error " << e;
       }
@@ -236,6 +254,7 @@ class Rig {
     return out;
   }
 
+  double tol_;  // per (row, head) relative L2 against the CPU
   Dims d_;
   ModelConfig cfg_;  // before the caches, which keep a reference to it
   AttnShape s_;
@@ -369,8 +388,8 @@ TEST(GpuAttentionKvAppend, RowsLandAtTheirPositionsRoundedToF16) {
 // ---- attention vs the CPU ----
 
 // Decode rows whose key counts straddle the 128-key split (and 256), at B = 1, 5 and 16.
-void check_decode(Backend& gpu, const Dims& d, bool full) {
-  Rig rig(gpu, d);
+void check_decode(Backend& gpu, const Dims& d, bool full, double tol = kAttnTol) {
+  Rig rig(gpu, d, tol);
   std::vector<int32_t> depths = {0, 1, 126, 127, 128, 254, 255, 256, 999, 4095};  // keys = depth + 1
   if (full) depths.insert(depths.end(), {2, 33, 500, 2047, 3000, 129});
   std::vector<int> seqs;
@@ -406,8 +425,8 @@ TEST(GpuAttentionDecode, PlainQwen3AndGroupOf8) {
 
 // Prefill chunks of 1, 7, 100 and 300 rows on top of existing caches, from empty, and a step
 // mixing prefill chunks with decode rows.
-void check_prefill(Backend& gpu, const Dims& d) {
-  Rig rig(gpu, d);
+void check_prefill(Backend& gpu, const Dims& d, double tol = kAttnTol) {
+  Rig rig(gpu, d, tol);
   const int a = rig.add_sequence(1000, 11), b = rig.add_sequence(130, 12), c = rig.add_sequence(257, 13);
   const int e = rig.add_sequence(0, 14), f = rig.add_sequence(1000, 15);
   for (int32_t n : {1, 7, 100, 300})
@@ -433,8 +452,8 @@ TEST(GpuAttentionPrefill, OtherShapes) {
 // A sequence's rows (after qk_norm_rope and attention) are bit-identical alone and in a batch of
 // other sequences at other depths, wherever they sit in the step. Re-running a step without
 // advancing rewrites the same K/V bits at the same positions, so the caches do not drift.
-void check_invariance(Backend& gpu, const Dims& d) {
-  Rig rig(gpu, d);
+void check_invariance(Backend& gpu, const Dims& d, double tol = kAttnTol) {
+  Rig rig(gpu, d, tol);
   const int x = rig.add_sequence(1000, 41);  // decode row under test
   const int p = rig.add_sequence(129, 42);   // prefill chunk under test
   const int y = rig.add_sequence(4000, 43);  // a long prefill: pushes rows into later launch groups
@@ -471,6 +490,64 @@ TEST(GpuAttentionBatchInvariance, RowsBitIdenticalAloneAndInBatch) {
   MEMRA_GPU_OR_SKIP(gpu);
   check_invariance(*gpu, k9B);
   check_invariance(*gpu, kTiny);
+}
+
+// The 8-bit cache: each row's bytes are exactly the block quantization of what was appended
+// (codes round(x * 127 / max|x|) then the f16 scales max|x| / 127, kv_cache_q8.h).
+std::vector<uint8_t> q8_rows(const std::vector<float>& x, int64_t kv) {
+  std::vector<uint8_t> out;
+  for (size_t r = 0; r < x.size() / kv; ++r) {
+    const float* row = x.data() + r * kv;
+    std::vector<uint8_t> codes(static_cast<size_t>(kv)), scales(static_cast<size_t>(kv / 16));
+    for (int64_t b = 0; b < kv / 32; ++b) {
+      float amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(row[b * 32 + i]));
+      const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+      for (int i = 0; i < 32; ++i) {
+        const float c = std::nearbyint(row[b * 32 + i] * inv);  // ties to even, like __float2int_rn
+        codes[b * 32 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(c, -127.0f, 127.0f)));
+      }
+      const uint16_t d = quant::f32_to_f16(amax / 127.0f);
+      std::memcpy(&scales[2 * b], &d, 2);
+    }
+    out.insert(out.end(), codes.begin(), codes.end());
+    out.insert(out.end(), scales.begin(), scales.end());
+  }
+  return out;
+}
+
+TEST(GpuAttentionKvAppendQ8, RowsAreBlockQuantized) {
+  MEMRA_GPU_OR_SKIP(probe);
+  auto gpu = gpu_with_kv("q8_0");
+  ASSERT_EQ(gpu->kv_type(), GgmlType::Q8_0);
+  for (const Dims& d : {k9B, kTiny}) {
+    Rig rig(*gpu, d, kAttnTolQ8);
+    std::vector<float> k_hist, v_hist;
+    const int a = rig.add_sequence(700, 5, &k_hist, &v_hist);
+    const int64_t kv = rig.kv_dim(), row_bytes = kv + kv / 16;
+    ASSERT_EQ(static_cast<int64_t>(rig.gpu_seq(a).kv_row_bytes), row_bytes);
+    for (int which = 0; which < 2; ++which) {
+      const std::vector<uint8_t> want = q8_rows(which ? v_hist : k_hist, kv);
+      std::vector<uint8_t> got(want.size());
+      gpu->synchronize();
+      gpu->to_host(got.data(), which ? rig.gpu_seq(a).layers[kLayer].v : rig.gpu_seq(a).layers[kLayer].k, got.size());
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        if (got[i] != want[i] && bad++ == 0) first = i;
+      EXPECT_EQ(bad, 0u) << d.name << (which ? " V" : " K") << ": first differing byte " << first << " (row "
+                         << first / row_bytes << ", byte " << first % row_bytes << ")";
+    }
+  }
+}
+
+// Attention over the 8-bit cache against the CPU's float cache, and its exactness in batches.
+TEST(GpuAttentionQ8Cache, MatchesCpuAndIsBatchInvariant) {
+  MEMRA_GPU_OR_SKIP(probe);
+  auto gpu = gpu_with_kv("q8_0");
+  check_decode(*gpu, k9B, false, kAttnTolQ8);
+  check_decode(*gpu, kTiny, false, kAttnTolQ8);
+  check_prefill(*gpu, k9B, kAttnTolQ8);
+  check_invariance(*gpu, k9B, kAttnTolQ8);
 }
 
 // ---- speed ----

@@ -42,6 +42,9 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_FUSED_Q8", Kind::Bool, "0", 0, 1,
      "the GDN core and the attention gate write their outputs' 8-bit form (same bits, two fewer "
      "launches per layer; off until measured on hardware: scripts/gpu-check.sh runs it)"},
+    {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
+     "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
+     "and traffic)"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };

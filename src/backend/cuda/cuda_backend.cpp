@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kv_cache_q8.h"
 #include "backend/cuda/matmul_order.h"
 #include "backend/cuda/cuda_backend.h"
 #include "common/error.h"
@@ -63,6 +64,9 @@ CudaBackend::CudaBackend() {
   set_pdl_enabled(knobs::get_bool("MEMRA_CUDA_PDL"));
   gdn_chunked_ = knobs::get_bool("MEMRA_CUDA_GDN_CHUNKED");
   fused_q8_ = knobs::get_bool("MEMRA_CUDA_FUSED_Q8");
+  const std::string kv = knobs::get_string("MEMRA_CUDA_KV");
+  if (kv == "q8_0") kv_type_ = GgmlType::Q8_0;
+  else if (kv != "f16") fail("MEMRA_CUDA_KV='{}' is not a CUDA KV cache type: use f16 or q8_0", kv);
   if (knobs::get_bool("MEMRA_CUDA_PROFILE")) {
     profiler_.enable(stream_);
     graphs_enabled_ = false;
@@ -455,16 +459,23 @@ void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const V
 void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
                             const AttnShape& s) {
   invalidate_q8();
-  for (const StepSeq& seq : plan().seqs)
-    MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");
   const int kv_dim = s.n_head_kv * s.head_dim;
+  if (kv_type_ == GgmlType::Q8_0 && kv_dim % 64 != 0)
+    fail("MEMRA_CUDA_KV=q8_0 needs n_head_kv * head_dim to be a multiple of 64 (this model has {}); use f16",
+         kv_dim);
+  const size_t row_bytes = kv_type_ == GgmlType::Q8_0 ? static_cast<size_t>(kv_q8_row_bytes(kv_dim)) : 2 * kv_dim;
+  for (const StepSeq& seq : plan().seqs) {
+    MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");
+    MEMRA_ASSERT(seq.cache->kv_row_bytes == row_bytes, "KV cache rows of {} bytes, kernels expect {}",
+                 seq.cache->kv_row_bytes, row_bytes);
+  }
   {
     OpProfiler::Scope prof(profiler_, "kv_append", 0);
-    cuda::kv_append(layer, k, v, step_, step_.n_rows, kv_dim, stream_);
+    cuda::kv_append(layer, k, v, step_, step_.n_rows, kv_dim, kv_type_, stream_);
   }
   OpProfiler::Scope prof(profiler_, "attention", 0);
   float* work = scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
-  cuda::attention(layer, q, step_, step_.n_rows, s, out, work, stream_);
+  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, work, stream_);
 }
 
 void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,

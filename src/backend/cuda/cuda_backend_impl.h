@@ -40,7 +40,7 @@ class CudaBackend final : public Backend {
   void scratch_release(size_t mark) override { arena_used_ = mark; }
   bool supports_moe() const override { return false; }
   double measure_read_bandwidth() override;
-  GgmlType kv_type() const override { return GgmlType::F16; }
+  GgmlType kv_type() const override { return kv_type_; }
 
   void embed(const WeightRef& table, float* out) override;
   void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
@@ -107,6 +107,7 @@ class CudaBackend final : public Backend {
   } q8_cached_;
   bool fused_q8_ = false;     // MEMRA_CUDA_FUSED_Q8
   bool gdn_chunked_ = false;  // MEMRA_CUDA_GDN_CHUNKED
+  GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
   uint8_t* q8_slot_ = nullptr;
   size_t q8_slot_bytes_ = 0;
   void invalidate_q8() { q8_cached_.x = nullptr; }

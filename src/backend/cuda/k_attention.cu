@@ -16,6 +16,7 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kv_cache_q8.h"
 
 namespace memra::cuda {
 namespace {
@@ -46,6 +47,20 @@ struct Tile {
 
 __device__ __forceinline__ uint4 load16(const __half* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
+// A lane's 8 consecutive dims (from `col`, a multiple of 8) of cache row t, as loaded. f16 rows:
+// the 16 bytes. 8-bit rows (kv_cache_q8.h): the 8 codes in .x/.y and the block's f16 scale in .z.
+template <bool Q8>
+__device__ __forceinline__ uint4 load_kv(const uint8_t* cache, int64_t t, int64_t kv_dim, int64_t col) {
+  if constexpr (!Q8) {
+    return load16(reinterpret_cast<const __half*>(cache + t * 2 * kv_dim) + col);
+  } else {
+    const uint8_t* row = cache + t * kv_q8_row_bytes(kv_dim);
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(row + col);  // 4-byte aligned: kv_dim % 64 == 0
+    const uint16_t d = __ldg(reinterpret_cast<const uint16_t*>(row + kv_dim) + col / 32);
+    return make_uint4(__ldg(q), __ldg(q + 1), d, 0);
+  }
+}
+
 __device__ __forceinline__ void unpack8(const uint4& r, float (&f)[8]) {
   const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
@@ -56,6 +71,22 @@ __device__ __forceinline__ void unpack8(const uint4& r, float (&f)[8]) {
     const float2 t = __half22float2(h);
     f[2 * j] = t.x;
     f[2 * j + 1] = t.y;
+  }
+}
+
+// The 8 floats of a load_kv result: f16 values, or code * scale (an all-zero load gives zeros).
+template <bool Q8>
+__device__ __forceinline__ void unpack_kv(const uint4& r, float (&f)[8]) {
+  if constexpr (!Q8) {
+    unpack8(r, f);
+  } else {
+    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(r.z)));
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t w = j < 4 ? r.x : r.y;
+      const int code = static_cast<int8_t>((w >> (8 * (j % 4))) & 0xFF);
+      f[j] = __fmul_rn(d, static_cast<float>(code));
+    }
   }
 }
 
@@ -102,7 +133,7 @@ __host__ __device__ constexpr int rs_dup_mask() {
 
 // One block per (row of the group, kv head x head group, split). GB query heads share the block.
 // part_o: [rows][n_head][max_splits][HD]; part_ml: [rows][n_head][max_splits][2] (max, sum).
-template <int HD, int GB>
+template <int HD, int GB, bool Q8>
 __global__ void __launch_bounds__(kAttnThreads, 2)
     attention_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0, int n_head,
                            int n_head_kv, int q_head_stride, int heads_per_kv, int max_splits, float scale,
@@ -129,8 +160,9 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
   const int kg = lane / T::kLanesPerKey;   // which key of a load slot
   const int64_t kv_dim = static_cast<int64_t>(n_head_kv) * HD;
   const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + step.row_seq[row];
-  const __half* kc = static_cast<const __half*>(step.kv_k[slot]) + kvh * HD + sub * 8;
-  const __half* vc = static_cast<const __half*>(step.kv_v[slot]) + kvh * HD + sub * 8;
+  const uint8_t* kc = static_cast<const uint8_t*>(step.kv_k[slot]);
+  const uint8_t* vc = static_cast<const uint8_t*>(step.kv_v[slot]);
+  const int64_t col = static_cast<int64_t>(kvh) * HD + sub * 8;  // the lane's first dim in a row
 
   float qr[GB][8];
 #pragma unroll
@@ -153,13 +185,13 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
 #pragma unroll
     for (int i = 0; i < T::kSlots; ++i) {
       const int t = base + i * T::kKeysPerSlot + kg;
-      raw[i] = t < nk ? load16(kc + (t0 + t) * kv_dim) : make_uint4(0, 0, 0, 0);
+      raw[i] = t < nk ? load_kv<Q8>(kc, t0 + t, kv_dim, col) : make_uint4(0, 0, 0, 0);
     }
     float dot[kDots];
 #pragma unroll
     for (int i = 0; i < T::kSlots; ++i) {
       float kf[8];
-      unpack8(raw[i], kf);
+      unpack_kv<Q8>(raw[i], kf);
 #pragma unroll
       for (int g = 0; g < GB; ++g) {
         float a = 0.0f;
@@ -214,14 +246,14 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
 #pragma unroll
     for (int i = 0; i < T::kSlots; ++i) {
       const int t = base + i * T::kKeysPerSlot + kg;
-      raw[i] = t < nk ? load16(vc + (t0 + t) * kv_dim) : make_uint4(0, 0, 0, 0);
+      raw[i] = t < nk ? load_kv<Q8>(vc, t0 + t, kv_dim, col) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int i = 0; i < T::kSlots; ++i) {
       const int t = base + i * T::kKeysPerSlot + kg;
       if (t < nk) {
         float vf[8];
-        unpack8(raw[i], vf);
+        unpack_kv<Q8>(raw[i], vf);
 #pragma unroll
         for (int g = 0; g < GB; ++g) {
           const float p = sc[g][t];
@@ -363,6 +395,7 @@ int heads_per_block(int heads_per_kv) {
 }
 
 struct LaunchArgs {
+  bool kv_q8;
   int layer;
   const float* q;
   const DeviceStep* step;
@@ -380,8 +413,9 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(a.s->n_head_kv * (heads_per_kv / GB)),
                   static_cast<unsigned>(a.max_splits));
-  launch(attention_split_kernel<HD, GB>, grid, kAttnThreads, 0, a.stream, a.layer, a.q, *a.step, row0, a.s->n_head,
-         a.s->n_head_kv, a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
+  auto* kernel = a.kv_q8 ? attention_split_kernel<HD, GB, true> : attention_split_kernel<HD, GB, false>;
+  launch(kernel, grid, kAttnThreads, 0, a.stream, a.layer, a.q, *a.step, row0, a.s->n_head, a.s->n_head_kv,
+         a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
   launch(attention_combine_kernel<HD>, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step,
          row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out);
@@ -407,8 +441,10 @@ int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows,
   return rows_per_launch(host_step_shape, n_rows, s) * floats_per_row(host_step_shape, s);
 }
 
-void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, float* out,
-               float* work, cudaStream_t stream) {
+void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, GgmlType kv_type,
+               float* out, float* work, cudaStream_t stream) {
+  MEMRA_ASSERT(kv_type == GgmlType::F16 || kv_type == GgmlType::Q8_0, "CUDA KV cache type");
+  MEMRA_ASSERT(kv_type == GgmlType::F16 || (s.n_head_kv * s.head_dim) % 64 == 0, "8-bit KV rows: kv_dim % 64");
   if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256)
     throw Error("the CUDA backend's attention supports head sizes 64, 128 and 256, not " +
                 std::to_string(s.head_dim) + "; run this model on the CPU backend");
@@ -423,7 +459,8 @@ void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows
   MEMRA_ASSERT(max_splits <= 65535, "grid z limit: at most 65535 splits");
   const int64_t group = rows_per_launch(step, n_rows, s);
   const int64_t o_floats = group * s.n_head * max_splits * s.head_dim;
-  LaunchArgs a{layer, q, &step, &s, static_cast<int>(max_splits), work, work + o_floats, out, stream};
+  LaunchArgs a{kv_type == GgmlType::Q8_0, layer, q, &step, &s, static_cast<int>(max_splits), work, work + o_floats,
+               out, stream};
   // Groups run one after another on the stream, so they can share the work buffer.
   for (int64_t row0 = 0; row0 < n_rows; row0 += group) {
     const int64_t rows = std::min(group, n_rows - row0);

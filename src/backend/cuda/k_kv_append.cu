@@ -1,9 +1,11 @@
 // KV append: row r of k and v (f32, n_rows x kv_dim) goes to position positions[r] of its
-// sequence's f16 caches (row = position, kv_dim halves per row), rounded to nearest even.
+// sequence's caches (row = position): f16 (kv_dim halves, rounded to nearest even) or 8-bit
+// blocks (kv_cache_q8.h).
 // One launch for every row of the step: block (row, k|v).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kv_cache_q8.h"
 
 namespace memra::cuda {
 namespace {
@@ -34,16 +36,41 @@ __global__ void __launch_bounds__(kAppendThreads)
   }
 }
 
+// The 8-bit cache (kv_cache_q8.h): one warp per 32-value block of the row.
+__global__ void __launch_bounds__(kAppendThreads)
+    kv_append_q8_kernel(int layer, const float* __restrict__ k, const float* __restrict__ v, const DeviceStep step,
+                        int kv_dim) {
+  pdl_enter();
+  const int64_t r = blockIdx.x;
+  const bool is_v = blockIdx.y != 0;
+  const int32_t seq = step.row_seq[r];
+  const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + seq;
+  uint8_t* row = static_cast<uint8_t*>(is_v ? step.kv_v[slot] : step.kv_k[slot]) +
+                 static_cast<int64_t>(step.positions[r]) * kv_q8_row_bytes(kv_dim);
+  const float* src = (is_v ? v : k) + r * kv_dim;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  for (int b = warp; b < kv_dim / 32; b += kAppendThreads / kWarp) {  // warp-uniform
+    const float x = src[b * 32 + lane];
+    const float amax = warp_max(fabsf(x));
+    const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    const int code = max(-127, min(127, __float2int_rn(__fmul_rn(x, inv))));
+    row[b * 32 + lane] = static_cast<uint8_t>(static_cast<int8_t>(code));
+    if (lane == 0) reinterpret_cast<__half*>(row + kv_dim)[b] = __float2half_rn(__fdiv_rn(amax, 127.0f));
+  }
+}
+
 }  // namespace
 
 void kv_append(int layer, const float* k, const float* v, const DeviceStep& step, int64_t n_rows, int kv_dim,
-               cudaStream_t stream) {
+               GgmlType kv_type, cudaStream_t stream) {
   MEMRA_ASSERT(layer >= 0 && n_rows >= 0 && kv_dim > 0);
   MEMRA_ASSERT(n_rows <= step.n_rows);
   MEMRA_ASSERT(reinterpret_cast<uintptr_t>(k) % 8 == 0 && reinterpret_cast<uintptr_t>(v) % 8 == 0);
+  MEMRA_ASSERT(kv_type == GgmlType::F16 || (kv_type == GgmlType::Q8_0 && kv_dim % 64 == 0), "CUDA KV cache type");
   if (n_rows == 0) return;
-  launch(kv_append_kernel, dim3(static_cast<unsigned>(n_rows), 2), kAppendThreads, 0, stream, layer, k, v, step,
-         kv_dim);
+  const dim3 grid(static_cast<unsigned>(n_rows), 2);
+  if (kv_type == GgmlType::Q8_0) launch(kv_append_q8_kernel, grid, kAppendThreads, 0, stream, layer, k, v, step, kv_dim);
+  else launch(kv_append_kernel, grid, kAppendThreads, 0, stream, layer, k, v, step, kv_dim);
   CUDA_LAUNCH_CHECK();
 }
 

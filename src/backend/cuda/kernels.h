@@ -81,13 +81,14 @@ void qk_norm_rope(float* q, float* k, const float* q_norm, const float* k_norm, 
                   const DeviceStep& step, int64_t n_rows, const AttnShape& s, float eps, cudaStream_t stream);
 // Writes k, v (f32 rows) into each sequence's f16 cache of `layer` at the rows' positions.
 void kv_append(int layer, const float* k, const float* v, const DeviceStep& step, int64_t n_rows, int kv_dim,
-               cudaStream_t stream);
+               GgmlType kv_type, cudaStream_t stream);
 // Causal attention of q over each sequence's cache (positions 0..pos of the row). out: rows x
 // n_head*head_dim. Keys of a sequence are split by a rule of that sequence's length only.
 // `work` is scratch of attention_work_floats() floats.
 int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows, const AttnShape& s);
-void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, float* out,
-               float* work, cudaStream_t stream);
+// kv_type: F16, or Q8_0 for the 8-bit cache (kv_cache_q8.h; n_head_kv * head_dim % 64 == 0).
+void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, GgmlType kv_type,
+               float* out, float* work, cudaStream_t stream);
 
 // ---- Gated DeltaNet ----
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
