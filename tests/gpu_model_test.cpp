@@ -155,8 +155,9 @@ std::vector<float> run_with_knob(const std::string& path, const char* knob, bool
   return all;
 }
 
-// The fused quantization of the GDN core's and the attention gate's outputs is the same bits as
-// quantizing them separately: logits identical with MEMRA_CUDA_FUSED_Q8 on and off.
+// The fused quantization of the GDN core's, the attention gate's and the SwiGLU's outputs is the
+// same bits as quantizing them separately: logits identical with MEMRA_CUDA_FUSED_Q8 on and off
+// (prefill rows go through the tensor-core SwiGLU path, decode rows through the GEMV's).
 TEST(GpuModel, FusedActivationQuantizationIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();

@@ -40,8 +40,8 @@ constexpr Knob kKnobs[] = {
      "prompts through the chunked Gated DeltaNet form on the GPU (off until measured on hardware: "
      "scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_FUSED_Q8", Kind::Bool, "0", 0, 1,
-     "the GDN core and the attention gate write their outputs' 8-bit form (same bits, two fewer "
-     "launches per layer; off until measured on hardware: scripts/gpu-check.sh runs it)"},
+     "the GDN core, the attention gate and the SwiGLU write their outputs' 8-bit form (same bits, two "
+     "fewer launches per layer; off until measured on hardware: scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)"},

@@ -80,7 +80,9 @@ CudaBackend::~CudaBackend() {
   for (auto& [ptr, w] : weights_) cudaFree(const_cast<uint8_t*>(w.data));
   for (auto& [k, p] : inv_freq_) cudaFree(p);
   cudaFree(arena_);
-  cudaFree(q8_slot_);
+  cudaFree(q8_slot_[0]);
+  cudaFree(q8_slot_[1]);
+  cudaFree(q8_counters_);
   cudaFree(step_dev_);
   cudaFreeHost(step_host_);
   if (step_event_) cudaEventDestroy(step_event_);
@@ -330,26 +332,39 @@ void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t 
 // The one activation slot that fused producers (RMSNorm, the GDN core, the attention gate) write
 // their output's 8-bit form into; the next matmul of that output finds it through q8_cached_.
 // Each producer's output is consumed before the next producer runs, so one slot suffices.
-Q8Act CudaBackend::q8_slot(int64_t rows, int64_t cols) {
-  MEMRA_ASSERT(cols % 32 == 0);
+Q8Act CudaBackend::q8_slot(int64_t rows, int64_t cols, int which) {
+  MEMRA_ASSERT(cols % 32 == 0 && (which == 0 || which == 1));
   const int64_t slots = n_slots(cols / 32);
   const size_t q_bytes = (static_cast<size_t>(rows * slots * 32) + 255) / 256 * 256;
   const size_t need = q_bytes + 2 * static_cast<size_t>(rows * slots) * 4;
-  if (need > q8_slot_bytes_) {
+  uint8_t*& slot = q8_slot_[which];
+  if (need > q8_slot_bytes_[which]) {
     MEMRA_ASSERT(!capturing_, "activation slot grew during graph capture");
     drop_graphs();  // recorded steps write the old slot
-    if (q8_slot_) free(q8_slot_);
-    q8_slot_bytes_ = std::max(need, q8_slot_bytes_ * 2);
-    q8_slot_ = static_cast<uint8_t*>(alloc(q8_slot_bytes_));
+    if (slot) free(slot);
+    q8_slot_bytes_[which] = std::max(need, q8_slot_bytes_[which] * 2);
+    slot = static_cast<uint8_t*>(alloc(q8_slot_bytes_[which]));
   }
   Q8Act a;
   a.rows = rows;
   a.cols = cols;
   a.slots = slots;
-  a.q = reinterpret_cast<int8_t*>(q8_slot_);
-  a.d = reinterpret_cast<float*>(q8_slot_ + q_bytes);
-  a.s = reinterpret_cast<int32_t*>(q8_slot_ + q_bytes + static_cast<size_t>(rows * slots) * 4);
+  a.q = reinterpret_cast<int8_t*>(slot);
+  a.d = reinterpret_cast<float*>(slot + q_bytes);
+  a.s = reinterpret_cast<int32_t*>(slot + q_bytes + static_cast<size_t>(rows * slots) * 4);
   return a;
+}
+
+// Zeroed at allocation (alloc); every kernel that counts on them leaves them at zero.
+unsigned* CudaBackend::q8_counters(size_t n) {
+  if (n > q8_counters_n_) {
+    MEMRA_ASSERT(!capturing_, "counters grew during graph capture");
+    drop_graphs();
+    if (q8_counters_) free(q8_counters_);
+    q8_counters_n_ = std::max(n, 2 * q8_counters_n_);
+    q8_counters_ = static_cast<unsigned*>(alloc(q8_counters_n_ * sizeof(unsigned)));
+  }
+  return q8_counters_;
 }
 
 void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) {
@@ -416,7 +431,13 @@ void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, const float
   OpProfiler::Scope prof(profiler_, fmt::format("swiglu gate+up {} r{}", quant::type_name(g.type), rows),
                          static_cast<double>(g.mat_stride + u.mat_stride));
   invalidate_q8();  // act is written
-  matmul_q8_swiglu(g, u, a, act, stream_);
+  if (!fused_q8_ || g.n_out % 32 != 0) {
+    matmul_q8_swiglu(g, u, a, act, nullptr, nullptr, stream_);
+    return;
+  }
+  const Q8Act act_q8 = q8_slot(rows, g.n_out, 1);  // `a` may be slot 0
+  matmul_q8_swiglu(g, u, a, act, &act_q8, q8_counters(static_cast<size_t>(rows * (g.n_out / 32))), stream_);
+  q8_cached_ = {act, act_q8};
 }
 
 void CudaBackend::silu_mul(const float* gate, const float* up, float* out, int64_t n) {

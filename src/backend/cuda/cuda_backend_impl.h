@@ -108,10 +108,15 @@ class CudaBackend final : public Backend {
   bool fused_q8_ = false;     // MEMRA_CUDA_FUSED_Q8
   bool gdn_chunked_ = false;  // MEMRA_CUDA_GDN_CHUNKED
   GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
-  uint8_t* q8_slot_ = nullptr;
-  size_t q8_slot_bytes_ = 0;
+  // Two activation slots: a producer never writes the slot its own input may sit in (the fused
+  // SwiGLU reads slot 0, written by RMSNorm, and writes slot 1).
+  uint8_t* q8_slot_[2] = {nullptr, nullptr};
+  size_t q8_slot_bytes_[2] = {0, 0};
+  unsigned* q8_counters_ = nullptr;  // fused SwiGLU quantization: warps done per block (kernels reset them)
+  size_t q8_counters_n_ = 0;
   void invalidate_q8() { q8_cached_.x = nullptr; }
-  Q8Act q8_slot(int64_t rows, int64_t cols);
+  Q8Act q8_slot(int64_t rows, int64_t cols, int which = 0);
+  unsigned* q8_counters(size_t n);
 };
 
 }  // namespace memra::cuda

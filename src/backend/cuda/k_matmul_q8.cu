@@ -9,6 +9,7 @@
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/matmul_order.h"
 #include "backend/cuda/matmul_terms.cuh"
+#include "backend/cuda/quantize_q8.cuh"
 #include "backend/cuda/weight_layout.h"
 
 namespace memra::cuda {
@@ -20,6 +21,31 @@ constexpr int64_t kMmaMinRows = 16;
 bool g_mma_enabled = true;
 constexpr int kRowsPerBlock = 8;  // warps per thread block, one output row each
 constexpr int64_t kPrefetchItems = 3;  // work items per warp pulled into L2 before pdl_wait
+
+// Fused quantization of the SwiGLU output: the warp that finishes the last of the 32 rows of a
+// block (per pass of NB activation rows) quantizes the block's values for each activation row,
+// as quantize_q8 would. Counting warps with atomics only decides WHO quantizes; the values and
+// their quantization are fixed, so the bits never depend on timing. The writer's store is
+// fenced before its count; the last warp fences after seeing 32 and reads through L2.
+template <int NB>
+__device__ __forceinline__ void swiglu_block_done(const GemvJob& job, int64_t j, int64_t r0, int64_t rows, int lane) {
+  const int64_t n_out = job.row_begin[1], nblk = n_out / 32, jb = j / 32;
+  unsigned* count = job.q8_count + (r0 / NB) * nblk + jb;
+  __threadfence();
+  unsigned prev = 0;
+  if (lane == 0) prev = atomicAdd(count, 1u);
+  prev = __shfl_sync(0xffffffffu, prev, 0);
+  if (prev != kWarp - 1) return;
+  __threadfence();
+#pragma unroll
+  for (int i = 0; i < NB; ++i) {
+    const int64_t r = r0 + i;
+    if (r >= rows) break;
+    const float v = __ldcg(job.out[0] + r * job.out_stride[0] + jb * 32 + lane);
+    quantize_block_warp(v, job.q8.q, job.q8.d, job.q8.s, r * job.q8.slots + slot_of_block(jb, nblk));
+  }
+  if (lane == 0) *count = 0;  // for the next launch (ordered by the kernel boundary)
+}
 
 // NW = 1: each warp computes output rows of one of job.n projections (entry found from the
 // row's global index). NW = 2: the SwiGLU pair, each warp computes row j of gate and of up and
@@ -139,6 +165,9 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
             else *o = job.accumulate[e] ? __fadd_rn(*o, P[0][i]) : P[0][i];
           }
         }
+        if constexpr (NW == 2) {
+          if (job.q8.q) swiglu_block_done<NB>(job, j, r0, rows, lane);  // uniform over the grid
+        }
 #pragma unroll
         for (int v = 0; v < NW; ++v)
 #pragma unroll
@@ -238,7 +267,8 @@ void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int6
   matmul_q8_multi(&t, 1, x, stream);
 }
 
-void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, cudaStream_t stream) {
+void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, const Q8Act* act_q8,
+                      unsigned* counters, cudaStream_t stream) {
   MEMRA_ASSERT(same_geometry(gate, up) && gate.n_out == up.n_out && x.cols == gate.n_in && x.slots == gate.ns);
   if (x.rows == 0) return;
   if (g_mma_enabled && x.rows >= kMmaMinRows) {  // the two projections, then silu_mul: the bits of the fused GEMV
@@ -247,7 +277,8 @@ void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x
     CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&tmp), 2 * static_cast<size_t>(n) * sizeof(float), stream));
     matmul_q8_mma(gate, 0, x, tmp, gate.n_out, false, stream);
     matmul_q8_mma(up, 0, x, tmp + n, up.n_out, false, stream);
-    silu_mul(tmp, tmp + n, act, n, stream);
+    if (act_q8) silu_mul_q8(tmp, tmp + n, act, x.rows, gate.n_out, *act_q8, stream);
+    else silu_mul(tmp, tmp + n, act, n, stream);
     CUDA_CHECK(cudaFreeAsync(tmp, stream));
     return;
   }
@@ -259,6 +290,12 @@ void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x
   job.mat[1] = up.data;
   job.out[0] = act;
   job.out_stride[0] = gate.n_out;
+  if (act_q8) {
+    MEMRA_ASSERT(counters && gate.n_out % 32 == 0 && act_q8->rows == x.rows && act_q8->cols == gate.n_out &&
+                 act_q8->slots == n_slots(gate.n_out / 32));
+    job.q8 = *act_q8;
+    job.q8_count = counters;
+  }
   launch_gemv<2>(gate, job, x, stream);
 }
 

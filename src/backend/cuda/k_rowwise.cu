@@ -144,6 +144,17 @@ __global__ void silu_mul_kernel(const float* __restrict__ g, const float* __rest
 }
 
 // q8.q non-null: n_head * head_dim is a multiple of 32, so each warp holds one whole block.
+// One warp per 32-element block of a row (cols % 32 == 0).
+__global__ void silu_mul_q8_kernel(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
+                                   int64_t n, int64_t cols, const Q8Act q8) {
+  pdl_enter();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;  // whole warps: n is a multiple of 32
+  const float y = __fmul_rn(silu(g[i]), u[i]);
+  out[i] = y;
+  quantize_block_warp(y, q8.q, q8.d, q8.s, (i / cols) * q8.slots + slot_of_block((i % cols) / 32, cols / 32));
+}
+
 __global__ void sigmoid_gate_mul_kernel(float* __restrict__ out, const float* __restrict__ gate, int n_head,
                                         int head_dim, int64_t gate_row_stride, int gate_head_stride, int64_t n,
                                         const Q8Act q8) {
@@ -196,6 +207,15 @@ void rms_norm_q8(const float* x, const float* w, float* out, const Q8Act& q, int
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   launch(silu_mul_kernel, div_up(n, 256), 256, 0, stream, gate, up, out, n);
+  CUDA_LAUNCH_CHECK();
+}
+
+void silu_mul_q8(const float* gate, const float* up, float* out, int64_t rows, int64_t cols, const Q8Act& q8,
+                 cudaStream_t stream) {
+  MEMRA_ASSERT(cols % 32 == 0 && q8.rows == rows && q8.cols == cols && q8.slots == n_slots(cols / 32));
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  launch(silu_mul_q8_kernel, div_up(n, 256), 256, 0, stream, gate, up, out, n, cols, q8);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -47,8 +47,11 @@ struct MatmulTarget {
   bool accumulate;
 };
 void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream);
-// act = silu(x . gate) * (x . up), bit-identical to two matmul_q8 calls and silu_mul.
-void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, cudaStream_t stream);
+// act = silu(x . gate) * (x . up), bit-identical to two matmul_q8 calls and silu_mul. With act_q8
+// (x.rows x gate.n_out, n_out % 32 == 0) act is also quantized there (quantize_q8's bits);
+// counters: x.rows * n_out / 32 zeros, left at zero.
+void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, const Q8Act* act_q8,
+                      unsigned* counters, cudaStream_t stream);
 // Kernel argument of the GEMV launches (k_matmul_q8.cu).
 struct GemvJob {
   int n = 0;
@@ -57,6 +60,10 @@ struct GemvJob {
   int64_t out_stride[4] = {};
   int64_t row_begin[5] = {};
   bool accumulate[4] = {};
+  // SwiGLU launches: the 8-bit form of out[0] when q8.q is set (k_matmul_q8.cu), and the
+  // per-(row pass, 32-row block) counters of warps done.
+  Q8Act q8;
+  unsigned* q8_count = nullptr;
 };
 void matmul_f(const DevWeight& w, int64_t mat, const float* x, int64_t rows, float* out, int64_t out_stride,
               bool accumulate, cudaStream_t stream);
@@ -69,6 +76,9 @@ void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t 
 void rms_norm_q8(const float* x, const float* w, float* out, const Q8Act& q, int64_t rows, int64_t dim, float eps,
                  cudaStream_t stream);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+// silu_mul of rows x cols (cols % 32 == 0) that also writes the 8-bit form of out into q8.
+void silu_mul_q8(const float* gate, const float* up, float* out, int64_t rows, int64_t cols, const Q8Act& q8,
+                 cudaStream_t stream);
 // out *= sigmoid(gate), per head; with q8_out (rows x n_head*head_dim, a multiple of 32) the
 // result is also quantized there, the bits quantize_q8 would give.
 void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim, int64_t gate_row_stride,
