@@ -102,6 +102,13 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
   "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8,16,32,64 -d 512,4096 -r "$REPS" \
     --ctx 8192 --verify-exact --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode: FAILED (see above)" | tee -a "$MD"
+  # The inexact comparison tier (split-K GEMV, MEMRA_CUDA_SPLITK) below the tensor-core threshold:
+  # the cost of exactness is the gap between these rows and the exact ones above.
+  for sk in 2 4; do
+    MEMRA_CUDA_SPLITK=$sk "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8 -d 512 -r "$REPS" \
+      --ctx 8192 --jsonl "$JSONL.splitk$sk" | grep -E '^\| [^-]' | grep -v '| model |' \
+      | sed -E "s/\| tg64 /| tg64 inexact-splitk$sk /" | tee -a "$MD"
+  done
 fi
 
 if [ "$MODE" = all ] || [ "$MODE" = serve ]; then

@@ -2,7 +2,11 @@
 // exactness contract: a row's result is bit-identical whatever else shares the launch.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -153,6 +157,59 @@ TEST(GpuMatmul, FusedLaunchesMatchSeparateOnes) {
     gpu->silu_mul(gg.get(), uu.get(), ref.get(), rows * 512);
     auto fused = act.download(), plain = ref.download();
     EXPECT_EQ(0, std::memcmp(fused.data(), plain.data(), fused.size() * 4)) << "swiglu " << quant::type_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace memra
+
+namespace memra {
+namespace {
+
+// A CUDA backend with MEMRA_CUDA_SPLITK set (the inexact comparison tier), or null.
+std::unique_ptr<Backend> gpu_with_splitk(int warps) {
+  const char* old = std::getenv("MEMRA_CUDA_SPLITK");
+  const std::string saved = old ? old : "";
+  setenv("MEMRA_CUDA_SPLITK", std::to_string(warps).c_str(), 1);
+  auto be = test::make_gpu_backend();
+  if (old) setenv("MEMRA_CUDA_SPLITK", saved.c_str(), 1);
+  else unsetenv("MEMRA_CUDA_SPLITK");
+  return be;
+}
+
+// The split-K tier computes the same block terms in another summation order: within float32
+// rounding of the exact kernel (relative 1e-5 over a launch), for every quantized type, the
+// projections of a multi launch and the SwiGLU pair, at the small batches it serves.
+TEST(GpuMatmulSplitK, CloseToTheExactKernel) {
+  MEMRA_GPU_OR_SKIP(exact);
+  for (int warps : {2, 4}) {
+    auto split = gpu_with_splitk(warps);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+      for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{4096, 512}, {12288, 96}, {2080, 64}}) {
+        HostWeight w = make_weight(t, n_in, n_out, 41);
+        for (int64_t rows : {1, 2, 5, 8, 11}) {
+          auto x = test::normal_floats(static_cast<size_t>(rows * n_in), 1.0f, 42 + rows);
+          const auto want = run_matmul(*exact, w, x, rows), got = run_matmul(*split, w, x, rows);
+          EXPECT_LE(test::rel_err(got, want), 1e-5)
+              << "split " << warps << " " << quant::type_name(t) << " " << n_in << "x" << n_out << " rows " << rows;
+        }
+      }
+      const int64_t n_in = 2048, rows = 3;
+      HostWeight g = make_weight(t, n_in, 512, 45), u = make_weight(t, n_in, 512, 46);
+      auto x = test::normal_floats(rows * n_in, 1.0f, 47);
+      std::vector<float> acts[2];
+      Backend* bes[2] = {exact.get(), split.get()};
+      for (int k = 0; k < 2; ++k) {
+        WeightRef wg = g.ref, wu = u.ref;
+        bes[k]->upload_matrix(wg, g.bytes.data());
+        bes[k]->upload_matrix(wu, u.bytes.data());
+        test::DevFloats dx(*bes[k], x), act(*bes[k], rows * 512);
+        bes[k]->reset_scratch();
+        bes[k]->swiglu(wg, wu, dx.get(), act.get(), rows);
+        acts[k] = act.download();
+      }
+      EXPECT_LE(test::rel_err(acts[1], acts[0]), 1e-5) << "split " << warps << " swiglu " << quant::type_name(t);
+    }
   }
 }
 

@@ -45,6 +45,9 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)"},
+    {"MEMRA_CUDA_SPLITK", Kind::Int, "0", 0, 4,
+     "INEXACT comparison tier: 2 or 4 warps per output row in the small-batch GEMV (results differ in "
+     "the last bits and batches lose exactness); 0 keeps the exact kernels"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };

@@ -64,6 +64,8 @@ CudaBackend::CudaBackend() {
   set_pdl_enabled(knobs::get_bool("MEMRA_CUDA_PDL"));
   gdn_chunked_ = knobs::get_bool("MEMRA_CUDA_GDN_CHUNKED");
   fused_q8_ = knobs::get_bool("MEMRA_CUDA_FUSED_Q8");
+  splitk_ = static_cast<int>(knobs::get_int("MEMRA_CUDA_SPLITK"));
+  if (splitk_ != 0 && splitk_ != 2 && splitk_ != 4) fail("MEMRA_CUDA_SPLITK={} must be 0, 2 or 4", splitk_);
   const std::string kv = knobs::get_string("MEMRA_CUDA_KV");
   if (kv == "q8_0") kv_type_ = GgmlType::Q8_0;
   else if (kv != "f16") fail("MEMRA_CUDA_KV='{}' is not a CUDA KV cache type: use f16 or q8_0", kv);
@@ -375,7 +377,8 @@ void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t
     return;
   }
   const DevWeight& dw = dev_weight(w);
-  if (is_quantized(dw.type)) matmul_q8(dw, mat, quantize(x, rows, dw.n_in), out, dw.n_out, accumulate, stream_);
+  if (is_quantized(dw.type))
+    matmul_q8(dw, mat, quantize(x, rows, dw.n_in), out, dw.n_out, accumulate, stream_, splitk_);
   else matmul_f(dw, mat, x, rows, out, dw.n_out, accumulate, stream_);
 }
 
@@ -390,7 +393,8 @@ void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* ou
   auto flush = [&] {
     if (group.empty()) return;
     OpProfiler::Scope prof(profiler_, group_name, group_bytes);
-    matmul_q8_multi(group.data(), static_cast<int>(group.size()), quantize(x, rows, group[0].w->n_in), stream_);
+    matmul_q8_multi(group.data(), static_cast<int>(group.size()), quantize(x, rows, group[0].w->n_in), stream_,
+                    splitk_);
     group.clear();
     group_name.clear();
     group_bytes = 0;
@@ -432,11 +436,12 @@ void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, const float
                          static_cast<double>(g.mat_stride + u.mat_stride));
   invalidate_q8();  // act is written
   if (!fused_q8_ || g.n_out % 32 != 0) {
-    matmul_q8_swiglu(g, u, a, act, nullptr, nullptr, stream_);
+    matmul_q8_swiglu(g, u, a, act, nullptr, nullptr, stream_, splitk_);
     return;
   }
   const Q8Act act_q8 = q8_slot(rows, g.n_out, 1);  // `a` may be slot 0
-  matmul_q8_swiglu(g, u, a, act, &act_q8, q8_counters(static_cast<size_t>(rows * (g.n_out / 32))), stream_);
+  matmul_q8_swiglu(g, u, a, act, &act_q8, q8_counters(static_cast<size_t>(rows * (g.n_out / 32))), stream_,
+                   splitk_);
   q8_cached_ = {act, act_q8};
 }
 

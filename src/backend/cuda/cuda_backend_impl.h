@@ -108,6 +108,7 @@ class CudaBackend final : public Backend {
   bool fused_q8_ = false;     // MEMRA_CUDA_FUSED_Q8
   bool gdn_chunked_ = false;  // MEMRA_CUDA_GDN_CHUNKED
   GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
+  int splitk_ = 0;                     // MEMRA_CUDA_SPLITK (inexact tier)
   // Two activation slots: a producer never writes the slot its own input may sit in (the fused
   // SwiGLU reads slot 0, written by RMSNorm, and writes slot 1).
   uint8_t* q8_slot_[2] = {nullptr, nullptr};

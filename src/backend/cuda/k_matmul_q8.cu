@@ -234,7 +234,7 @@ bool same_geometry(const DevWeight& a, const DevWeight& b) {
 
 void set_mma_enabled(bool on) { g_mma_enabled = on; }
 
-void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream) {
+void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream, int splitk) {
   MEMRA_ASSERT(n >= 1 && n <= 4);
   if (x.rows == 0) return;
   if (g_mma_enabled && x.rows >= kMmaMinRows) {
@@ -258,17 +258,18 @@ void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStr
     job.accumulate[e] = t.accumulate;
     job.row_begin[e + 1] = job.row_begin[e] + t.w->n_out;
   }
+  if (splitk) return matmul_q8_splitk(w, job, x, false, splitk, stream);
   launch_gemv<1>(w, job, x, stream);
 }
 
 void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
-               cudaStream_t stream) {
+               cudaStream_t stream, int splitk) {
   MatmulTarget t{&w, mat, out, out_stride, accumulate};
-  matmul_q8_multi(&t, 1, x, stream);
+  matmul_q8_multi(&t, 1, x, stream, splitk);
 }
 
 void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, const Q8Act* act_q8,
-                      unsigned* counters, cudaStream_t stream) {
+                      unsigned* counters, cudaStream_t stream, int splitk) {
   MEMRA_ASSERT(same_geometry(gate, up) && gate.n_out == up.n_out && x.cols == gate.n_in && x.slots == gate.ns);
   if (x.rows == 0) return;
   if (g_mma_enabled && x.rows >= kMmaMinRows) {  // the two projections, then silu_mul: the bits of the fused GEMV
@@ -290,6 +291,11 @@ void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x
   job.mat[1] = up.data;
   job.out[0] = act;
   job.out_stride[0] = gate.n_out;
+  if (splitk) {
+    matmul_q8_splitk(gate, job, x, true, splitk, stream);
+    if (act_q8) quantize_q8(act, *act_q8, stream);
+    return;
+  }
   if (act_q8) {
     MEMRA_ASSERT(counters && gate.n_out % 32 == 0 && act_q8->rows == x.rows && act_q8->cols == gate.n_out &&
                  act_q8->slots == n_slots(gate.n_out / 32));

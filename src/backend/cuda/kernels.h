@@ -30,7 +30,7 @@ struct DevWeight;
 // out[r, j] (+)= x[r, :] . W[mat][j, :] for r < rows, in the canonical reduction order
 // (matmul_order.h), so a row's result never depends on `rows`.
 void matmul_q8(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
-               cudaStream_t stream);
+               cudaStream_t stream, int splitk = 0);
 // The same bits on the int8 tensor cores (k_matmul_mma.cu); matmul_q8 uses it for many rows.
 void matmul_q8_mma(const DevWeight& w, int64_t mat, const Q8Act& x, float* out, int64_t out_stride, bool accumulate,
                    cudaStream_t stream);
@@ -46,12 +46,12 @@ struct MatmulTarget {
   int64_t out_stride;
   bool accumulate;
 };
-void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream);
+void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream, int splitk = 0);
 // act = silu(x . gate) * (x . up), bit-identical to two matmul_q8 calls and silu_mul. With act_q8
 // (x.rows x gate.n_out, n_out % 32 == 0) act is also quantized there (quantize_q8's bits);
 // counters: x.rows * n_out / 32 zeros, left at zero.
 void matmul_q8_swiglu(const DevWeight& gate, const DevWeight& up, const Q8Act& x, float* act, const Q8Act* act_q8,
-                      unsigned* counters, cudaStream_t stream);
+                      unsigned* counters, cudaStream_t stream, int splitk = 0);
 // Kernel argument of the GEMV launches (k_matmul_q8.cu).
 struct GemvJob {
   int n = 0;
@@ -65,6 +65,10 @@ struct GemvJob {
   Q8Act q8;
   unsigned* q8_count = nullptr;
 };
+// The inexact comparison tier (k_matmul_q8_splitk.cu): splitk = 2 or 4 warps per output row
+// (MEMRA_CUDA_SPLITK) for launches below the tensor-core threshold; 0 keeps the exact GEMV.
+void matmul_q8_splitk(const DevWeight& w, const GemvJob& job, const Q8Act& x, bool swiglu, int splitk,
+                      cudaStream_t stream);
 void matmul_f(const DevWeight& w, int64_t mat, const float* x, int64_t rows, float* out, int64_t out_stride,
               bool accumulate, cudaStream_t stream);
 
