@@ -92,8 +92,20 @@ __device__ __forceinline__ float row_rms_scale(const float* xr, int64_t dim, flo
   return __frsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(dim)), eps));
 }
 
+// The norm weights (never written by a kernel) into registers before waiting for the previous
+// kernel (launch.cuh), so their load overlaps it instead of following the reduction.
+__device__ __forceinline__ void load_norm_weights(const float* __restrict__ w, int64_t dim, float (&wv)[kMaxPerThread]) {
+#pragma unroll
+  for (int k = 0; k < kMaxPerThread; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    wv[k] = i < dim ? w[i] : 0.0f;
+  }
+}
+
 __global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                                                float* __restrict__ out, int64_t dim, float eps) {
+  float wv[kMaxPerThread];
+  load_norm_weights(w, dim, wv);
   pdl_enter();
   __shared__ float red[32];
   float v[kMaxPerThread];
@@ -101,17 +113,19 @@ __global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* __r
 #pragma unroll
   for (int k = 0; k < kMaxPerThread; ++k) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    if (i < dim) out[blockIdx.x * dim + i] = __fmul_rn(__fmul_rn(v[k], scale), w[i]);
+    if (i < dim) out[blockIdx.x * dim + i] = __fmul_rn(__fmul_rn(v[k], scale), wv[k]);
   }
 }
 
 // The same values as rms_norm_kernel, then each warp quantizes the 32-element blocks it holds
-// (quantize_block_warp), writing them in slot order. Thread t holds element t + k*blockDim.x: with blockDim.x a multiple of 32, warp w
-// holds whole blocks (w + k*blockDim.x/32).
+// (quantize_block_warp), writing them in slot order. Thread t holds element t + k*blockDim.x:
+// with blockDim.x a multiple of 32, warp w holds whole blocks (w + k*blockDim.x/32).
 __global__ void __launch_bounds__(kNormThreads)
     rms_norm_q8_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
                        int8_t* __restrict__ q, float* __restrict__ d, int32_t* __restrict__ s, int64_t dim, int64_t ns,
                        float eps) {
+  float wv[kMaxPerThread];
+  load_norm_weights(w, dim, wv);
   pdl_enter();
   __shared__ float red[32];
   float v[kMaxPerThread];
@@ -122,7 +136,7 @@ __global__ void __launch_bounds__(kNormThreads)
   for (int k = 0; k < kMaxPerThread; ++k) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (i - lane >= dim) break;  // warp-uniform: whole blocks
-    const float y = __fmul_rn(__fmul_rn(v[k], scale), w[i]);
+    const float y = __fmul_rn(__fmul_rn(v[k], scale), wv[k]);
     out[blockIdx.x * dim + i] = y;
     quantize_block_warp(y, q, d, s, blockIdx.x * ns + slot_of_block(i / 32, nb));
   }
