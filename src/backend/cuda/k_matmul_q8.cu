@@ -137,13 +137,9 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
         for (int i = 0; i < NB; ++i) {
           const int64_t r = r0 + i;
           if (r < rows) {
-            const int4* xp = reinterpret_cast<const int4*>(xq + (r * ns + k) * 32);
-            const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
-            const int xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-            const float dx = __ldg(xd + r * ns + k);
-            const int sx = __ldg(xs + r * ns + k);
+            const ActBlock x = load_act_block(xq, xd, xs, r, ns, k);
 #pragma unroll
-            for (int v = 0; v < NW; ++v) P[v][i] = __fadd_rn(P[v][i], block_term<T>(wq[v], sc[v], xv, dx, sx));
+            for (int v = 0; v < NW; ++v) P[v][i] = __fadd_rn(P[v][i], block_term<T>(wq[v], sc[v], x.q, x.d, x.s));
           }
         }
       }

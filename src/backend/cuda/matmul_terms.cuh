@@ -151,6 +151,21 @@ __device__ __forceinline__ void load_block(const uint8_t* row, const DevWeight& 
   decode_block<T>(fetch_block<T>(row, w, k, b), wq, sc);
 }
 
+// Slot k of activation row r (Q8Act arrays, ns slots a row): its 32 codes as 8 packed words,
+// its scale and its code sum.
+struct ActBlock {
+  int q[8];
+  float d;
+  int s;
+};
+
+__device__ __forceinline__ ActBlock load_act_block(const int8_t* __restrict__ xq, const float* __restrict__ xd,
+                                                   const int32_t* __restrict__ xs, int64_t r, int64_t ns, int64_t k) {
+  const int4* xp = reinterpret_cast<const int4*>(xq + (r * ns + k) * 32);
+  const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
+  return ActBlock{{x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w}, __ldg(xd + r * ns + k), __ldg(xs + r * ns + k)};
+}
+
 template <GgmlType T>
 __device__ __forceinline__ float block_term(const int (&wq)[8], const BlockScales& sc, const int (&xq)[8], float dx,
                                             int xs) {
