@@ -155,31 +155,30 @@ std::vector<float> run_with_knob(const std::string& path, const char* knob, bool
   return all;
 }
 
+// Logits bit-identical with `knob` at 0 and at 1 on a 9B-shaped Q4_0 model.
+void expect_knob_changes_no_bits(const char* knob) {
+  const std::string path = synth_file("qwen35", "9b", "q4_0", 4);
+  const std::vector<float> off = run_with_knob(path, knob, false), on = run_with_knob(path, knob, true);
+  ASSERT_EQ(off.size(), on.size());
+  EXPECT_TRUE(std::memcmp(off.data(), on.data(), off.size() * sizeof(float)) == 0)
+      << "logits differ between " << knob << "=0 and 1";
+}
+
 // The fused quantization of the GDN core's, the attention gate's and the SwiGLU's outputs is the
-// same bits as quantizing them separately: logits identical with MEMRA_CUDA_FUSED_Q8 on and off
-// (prefill rows go through the tensor-core SwiGLU path, decode rows through the GEMV's).
+// same bits as quantizing them separately (prefill rows go through the tensor-core SwiGLU path,
+// decode rows through the GEMV's).
 TEST(GpuModel, FusedActivationQuantizationIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
-  const std::string path = synth_file("qwen35", "9b", "q4_0", 4);
-  const std::vector<float> plain = run_with_knob(path, "MEMRA_CUDA_FUSED_Q8", false);
-  const std::vector<float> fused = run_with_knob(path, "MEMRA_CUDA_FUSED_Q8", true);
-  ASSERT_EQ(plain.size(), fused.size());
-  EXPECT_TRUE(std::memcmp(plain.data(), fused.data(), plain.size() * sizeof(float)) == 0)
-      << "logits differ between MEMRA_CUDA_FUSED_Q8=0 and 1";
+  expect_knob_changes_no_bits("MEMRA_CUDA_FUSED_Q8");
 }
 
-// Programmatic dependent launch changes when kernels start, never what they compute: logits
-// identical with MEMRA_CUDA_PDL on and off (a kernel reading before its pdl_wait would differ).
+// Programmatic dependent launch changes when kernels start, never what they compute (a kernel
+// reading before its pdl_wait would differ).
 TEST(GpuModel, ProgrammaticDependentLaunchIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
-  const std::string path = synth_file("qwen35", "9b", "q4_0", 4);
-  const std::vector<float> plain = run_with_knob(path, "MEMRA_CUDA_PDL", false);
-  const std::vector<float> pdl = run_with_knob(path, "MEMRA_CUDA_PDL", true);
-  ASSERT_EQ(plain.size(), pdl.size());
-  EXPECT_TRUE(std::memcmp(plain.data(), pdl.data(), plain.size() * sizeof(float)) == 0)
-      << "logits differ between MEMRA_CUDA_PDL=0 and 1";
+  expect_knob_changes_no_bits("MEMRA_CUDA_PDL");
 }
 
 // Decode B sequences together and each alone: every logits row must match bit for bit.

@@ -12,17 +12,28 @@ namespace {
 
 constexpr int kAppendThreads = 256;
 
+// Block (r, k|v): the source row and its cache row (`row_bytes` bytes per position).
+struct AppendRow {
+  const float* src;
+  uint8_t* dst;
+};
+
+__device__ __forceinline__ AppendRow append_row(int layer, const float* k, const float* v, const DeviceStep& step,
+                                                int kv_dim, int64_t row_bytes) {
+  const int64_t r = blockIdx.x;
+  const bool is_v = blockIdx.y != 0;
+  const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + step.row_seq[r];
+  uint8_t* cache = static_cast<uint8_t*>(is_v ? step.kv_v[slot] : step.kv_k[slot]);
+  return AppendRow{(is_v ? v : k) + r * kv_dim, cache + static_cast<int64_t>(step.positions[r]) * row_bytes};
+}
+
 __global__ void __launch_bounds__(kAppendThreads)
     kv_append_kernel(int layer, const float* __restrict__ k, const float* __restrict__ v, const DeviceStep step,
                      int kv_dim) {
   pdl_enter();
-  const int64_t r = blockIdx.x;
-  const bool is_v = blockIdx.y != 0;
-  const int32_t seq = step.row_seq[r];
-  const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + seq;
-  __half* dst = static_cast<__half*>(is_v ? step.kv_v[slot] : step.kv_k[slot]) +
-                static_cast<int64_t>(step.positions[r]) * kv_dim;
-  const float* src = (is_v ? v : k) + r * kv_dim;
+  const AppendRow a = append_row(layer, k, v, step, kv_dim, 2 * static_cast<int64_t>(kv_dim));
+  const float* src = a.src;
+  __half* dst = reinterpret_cast<__half*>(a.dst);
   if (kv_dim % 2 == 0) {
     // Pairs: 8-byte loads, 4-byte stores (rows of an even width keep both aligned).
     const float2* s2 = reinterpret_cast<const float2*>(src);
@@ -41,13 +52,9 @@ __global__ void __launch_bounds__(kAppendThreads)
     kv_append_q8_kernel(int layer, const float* __restrict__ k, const float* __restrict__ v, const DeviceStep step,
                         int kv_dim) {
   pdl_enter();
-  const int64_t r = blockIdx.x;
-  const bool is_v = blockIdx.y != 0;
-  const int32_t seq = step.row_seq[r];
-  const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + seq;
-  uint8_t* row = static_cast<uint8_t*>(is_v ? step.kv_v[slot] : step.kv_k[slot]) +
-                 static_cast<int64_t>(step.positions[r]) * kv_q8_row_bytes(kv_dim);
-  const float* src = (is_v ? v : k) + r * kv_dim;
+  const AppendRow a = append_row(layer, k, v, step, kv_dim, kv_q8_row_bytes(kv_dim));
+  const float* src = a.src;
+  uint8_t* row = a.dst;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   for (int b = warp; b < kv_dim / 32; b += kAppendThreads / kWarp) {  // warp-uniform
     const float x = src[b * 32 + lane];

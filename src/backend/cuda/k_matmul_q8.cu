@@ -79,7 +79,8 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
     }
     j = g - job.row_begin[e];
   };
-  auto fetch = [&](int64_t item, RawBlock (&dst)[NW][kU]) {
+  // Calls f(u, v, row, slot, block) for the blocks of work item `item` this lane reads.
+  auto for_item_blocks = [&](int64_t item, auto&& f) {
     int e;
     int64_t j;
     row_of(item, e, j);
@@ -89,9 +90,13 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
       const int64_t ub = q * kU + u;
       if (ub < mine)
 #pragma unroll
-        for (int v = 0; v < NW; ++v)
-          dst[v][u] = fetch_block<T>(job.mat[e + v] + j * w.row_stride, w, ub * kWarp + lane, b0 + ub);
+        for (int v = 0; v < NW; ++v) f(u, v, job.mat[e + v] + j * w.row_stride, ub * kWarp + lane, b0 + ub);
     }
+  };
+  auto fetch = [&](int64_t item, RawBlock (&dst)[NW][kU]) {
+    for_item_blocks(item, [&](int u, int v, const uint8_t* row, int64_t k, int64_t b) {
+      dst[v][u] = fetch_block<T>(row, w, k, b);
+    });
   };
 
   // Weights are never written by a kernel: the first work item is loaded and the next few are
@@ -99,19 +104,8 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   // already flowing when the activations become readable.
   RawBlock cur[NW][kU], nxt[NW][kU];
   fetch(0, cur);
-  for (int64_t item = 1; item < n_items && item <= kPrefetchItems; ++item) {
-    int e;
-    int64_t j;
-    row_of(item, e, j);
-    const int64_t q = item % rounds;
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int64_t ub = q * kU + u;
-      if (ub < mine)
-#pragma unroll
-        for (int v = 0; v < NW; ++v) prefetch_block_l2<T>(job.mat[e + v] + j * w.row_stride, ub * kWarp + lane);
-    }
-  }
+  for (int64_t item = 1; item < n_items && item <= kPrefetchItems; ++item)
+    for_item_blocks(item, [&](int, int, const uint8_t* row, int64_t k, int64_t) { prefetch_block_l2<T>(row, k); });
   pdl_enter();
 
   for (int64_t r0 = 0; r0 < rows; r0 += NB) {
