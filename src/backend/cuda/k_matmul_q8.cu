@@ -104,7 +104,8 @@ __global__ void __launch_bounds__(kRowsPerBlock * kWarp)
   // already flowing when the activations become readable.
   RawBlock cur[NW][kU], nxt[NW][kU];
   fetch(0, cur);
-  for (int64_t item = 1; item < n_items && item <= kPrefetchItems; ++item)
+  const int64_t prefetch = job.prefetch_l2 ? kPrefetchItems : 0;  // only useful under PDL
+  for (int64_t item = 1; item < n_items && item <= prefetch; ++item)
     for_item_blocks(item, [&](int, int, const uint8_t* row, int64_t k, int64_t) { prefetch_block_l2<T>(row, k); });
   pdl_enter();
 
@@ -190,11 +191,13 @@ template <GgmlType T, int NW>
 void launch_type(const DevWeight& w, const GemvJob& job, const Q8Act& x, cudaStream_t stream) {
   const unsigned threads = kRowsPerBlock * kWarp;
   const int64_t rows = x.rows;
+  GemvJob j = job;
+  j.prefetch_l2 = pdl_enabled();
 #define MEMRA_MATMUL_Q8(NB)                                                                          \
   do {                                                                                               \
     static const unsigned grid_cap = persistent_grid(matmul_q8_kernel<T, NB, NW>, int64_t{1} << 30); \
     const unsigned grid = std::min<unsigned>(grid_cap, div_up(job.row_begin[job.n], kRowsPerBlock)); \
-    launch(matmul_q8_kernel<T, NB, NW>, grid, threads, 0, stream, w, job, x.q, x.d, x.s, rows);      \
+    launch(matmul_q8_kernel<T, NB, NW>, grid, threads, 0, stream, w, j, x.q, x.d, x.s, rows);        \
   } while (0)
   if (rows >= 8) MEMRA_MATMUL_Q8(8);
   else if (rows >= 3) MEMRA_MATMUL_Q8(4);

@@ -64,6 +64,7 @@ struct GemvJob {
   // per-(row pass, 32-row block) counters of warps done.
   Q8Act q8;
   unsigned* q8_count = nullptr;
+  bool prefetch_l2 = false;  // pull the next work items into L2 before the PDL wait
 };
 // The inexact comparison tier (k_matmul_q8_splitk.cu): splitk = 2 or 4 warps per output row
 // (MEMRA_CUDA_SPLITK) for launches below the tensor-core threshold; 0 keeps the exact GEMV.
