@@ -18,7 +18,8 @@ void add_engine_args(CLI::App& cmd, EngineArgs& a, bool model_required) {
   auto* m = cmd.add_option("-m,--model", a.model,
                            model_required ? "GGUF model file" : "GGUF model file (default: the bundled demo model)");
   if (model_required) m->required();
-  cmd.add_option("--device", a.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd.add_option("--device", a.device, "auto, cpu or cuda (default: MEMRA_DEVICE, else auto)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd.add_option("--ctx", a.ctx, "context size per sequence (default: min(training context, 32768))")
       ->check(CLI::Range(1, 1 << 24));
   cmd.add_option("--chunk", a.prefill_chunk, "prompt tokens per prefill step (default: MEMRA_PREFILL_CHUNK)")

@@ -12,7 +12,7 @@ namespace memra::cli {
 
 struct EngineArgs {
   std::string model;  // empty: the bundled demo model
-  std::string device = "auto";
+  std::string device;  // empty: MEMRA_DEVICE (default auto)
   int ctx = 0;
   int prefill_chunk = 0;  // 0: MEMRA_PREFILL_CHUNK
   bool verbose = false;

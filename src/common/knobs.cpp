@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@ struct Knob {
   const char* dflt;
   int64_t min, max;
   const char* help;
+  const char* choices = nullptr;  // String knobs: the allowed values, '|'-separated (null: any)
 };
 
 // The registry. Add a knob here, read it with get_*; nothing else reads MEMRA_* variables.
@@ -26,7 +28,7 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_THREADS", Kind::Int, "0", 0, 4096, "CPU backend threads (0: all cores)"},
     {"MEMRA_PREFILL_CHUNK", Kind::Int, "512", 1, 1 << 20,
      "prompt tokens per prefill forward; chunks sit on a fixed grid from position 0"},
-    {"MEMRA_DEVICE", Kind::String, "auto", 0, 0, "default device: auto, cpu or cuda"},
+    {"MEMRA_DEVICE", Kind::String, "auto", 0, 0, "default device: auto, cpu or cuda", "auto|cpu|cuda"},
     {"MEMRA_BATCH_PHASE", Kind::Bool, "0", 0, 1, "print sync-bounded per-phase shares of batched decode steps"},
     {"MEMRA_CUDA_SCRATCH_MB", Kind::Int, "2048", 64, 1 << 20,
      "CUDA scratch arena for one step's activations (MiB); raise it for huge prefill chunks"},
@@ -44,7 +46,8 @@ constexpr Knob kKnobs[] = {
      "fewer launches per layer; off until measured on hardware: scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
-     "and traffic)"},
+     "and traffic)",
+     "f16|q8_0"},
     {"MEMRA_CUDA_SPLITK", Kind::Int, "0", 0, 4,
      "INEXACT comparison tier: 2 or 4 warps per output row in the small-batch GEMV (results differ in "
      "the last bits and batches lose exactness); 0 keeps the exact kernels"},
@@ -100,7 +103,18 @@ std::string get_string(const char* name) {
   const Knob& k = find(name);
   MEMRA_ASSERT(k.kind == Kind::String);
   const char* v = raw(k);
-  return v ? v : k.dflt;
+  if (!v) return k.dflt;
+  if (k.choices) {
+    const std::string choices = k.choices, value = v;
+    bool ok = false;
+    for (size_t at = 0; at <= choices.size();) {
+      const size_t bar = std::min(choices.find('|', at), choices.size());
+      ok = ok || (bar - at == value.size() && choices.compare(at, bar - at, value) == 0);
+      at = bar + 1;
+    }
+    if (!ok) fail("environment variable {}='{}' is not one of {} ({})", k.name, value, k.choices, k.help);
+  }
+  return v;
 }
 
 std::string describe_all() {
