@@ -105,7 +105,7 @@ void CpuBackend::embed(const WeightRef& table, float* out) {
 
 void CpuBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
   MEMRA_ASSERT(w.n == dim, "rms_norm weight {} != dim {}", w.n, dim);
-#pragma omp parallel for schedule(static) if (rows > 1)
+#pragma omp parallel for schedule(static) if (cpu::worth_parallel(rows * dim) && rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     double scale = cpu::rms_scale(xr, dim, eps);
@@ -120,7 +120,7 @@ void CpuBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t 
   const int64_t n_in = w.n_in, n_out = w.n_out;
   // One weight row is decoded once and used for every activation row: each output element is
   // the same float64 dot product whatever the number of rows.
-#pragma omp parallel
+#pragma omp parallel if (cpu::worth_parallel(n_out * n_in * rows))
   {
     std::vector<float> wrow(static_cast<size_t>(n_in));
 #pragma omp for schedule(static)

@@ -72,6 +72,13 @@ class CpuBackend final : public Backend {
 
 // Shared helpers of the CPU ops.
 namespace cpu {
+// Below this many inner-loop steps (multiply-adds or elements) an op runs on one thread.
+// A parallel region costs microseconds when the cores are free, but with more runnable
+// threads than cores (two engines, or ctest -j) every spinning barrier can wait a whole
+// scheduler slice: the tiny MoE fixtures open thousands of regions per token, and once
+// took over 600 s instead of 0.5 s that way. Results never depend on it (see above).
+inline constexpr int64_t kParallelMinWork = int64_t{1} << 16;
+inline bool worth_parallel(int64_t work) { return work >= kParallelMinWork; }
 // Sum of a[i]*b[i] in float64, in index order split over four fixed lanes.
 double dot(const float* a, const float* b, int64_t n);
 inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
