@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "common/error.h"
 #include "model/config.h"
 #include "quant/quant.h"
 #include "runtime/sequence_cache.h"
@@ -537,6 +538,20 @@ TEST(GpuAttentionKvAppendQ8, RowsAreBlockQuantized) {
       EXPECT_EQ(bad, 0u) << d.name << (which ? " V" : " K") << ": first differing byte " << first << " (row "
                          << first / row_bytes << ", byte " << first % row_bytes << ")";
     }
+  }
+}
+
+// A model whose KV rows do not split into 64-value pieces gets a clear error, not an abort.
+TEST(GpuAttentionKvQ8Shape, UnsupportedWidthIsAnError) {
+  MEMRA_GPU_OR_SKIP(probe);
+  auto gpu = gpu_with_kv("q8_0");
+  const Dims odd{"head-80", 6, 3, 80, 80, true, 1e7f};  // kv_dim 240
+  ModelConfig cfg = make_config(odd);
+  try {
+    SequenceCache cache(*gpu, cfg, 1024);
+    ADD_FAILURE() << "an 8-bit cache of 240-value rows was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MEMRA_CUDA_KV=f16"), std::string::npos) << e.what();
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "gpu_test_util.h"
@@ -138,30 +139,57 @@ TEST(GpuModel, GreedyDecodeIsDeterministic) {
   EXPECT_EQ(runs[0], runs[1]);
 }
 
-// Prefill and decode logits with a CUDA knob at 0 and at 1 (the knob is read when the engine
-// opens its backend).
-std::vector<float> run_with_knob(const std::string& path, const char* knob, bool on) {
-  const char* old = std::getenv(knob);
-  const std::string saved = old ? old : "";
-  setenv(knob, on ? "1" : "0", 1);
+// Logits with CUDA knobs all at 0 or all at 1 (knobs are read when the engine opens its
+// backend): prefill, decode one token at a time, and decode steps of B = 2, 5 and 11 sequences of
+// different lengths (the GEMV's multi-row passes, below the tensor-core threshold).
+std::vector<float> run_with_knobs(const std::string& path, const std::vector<const char*>& knobs, bool on) {
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved;
+  for (const char* k : knobs) {
+    const char* old = std::getenv(k);
+    saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
+    setenv(k, on ? "1" : "0", 1);
+  }
   auto e = open(path, "cuda");
-  if (old) setenv(knob, saved.c_str(), 1);
-  else unsetenv(knob);
+  for (const auto& [k, v] : saved) {
+    if (v) setenv(k, v->c_str(), 1);
+    else unsetenv(k);
+  }
   std::vector<int32_t> ids;
   for (int i = 0; i < 40; ++i) ids.push_back((i * 7919 + 13) % 1000 + 5);
   std::vector<float> all = teacher_forced(*e, ids, false);
   std::vector<float> steps = teacher_forced(*e, ids, true);
   all.insert(all.end(), steps.begin(), steps.end());
+  for (int b : {2, 5, 11}) {
+    std::vector<std::unique_ptr<SequenceCache>> seqs;
+    std::vector<SequenceCache*> ptrs;
+    for (int i = 0; i < b; ++i) {
+      seqs.push_back(e->new_sequence());
+      ptrs.push_back(seqs.back().get());
+      const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 3 + 3 * i);
+      e->prefill(*seqs.back(), prompt, nullptr);
+    }
+    std::vector<float> rows;
+    for (int step = 0; step < 3; ++step) {
+      std::vector<int32_t> toks;
+      for (int i = 0; i < b; ++i) toks.push_back(ids[(i * 5 + step) % ids.size()]);
+      e->decode(ptrs, toks, rows);
+      all.insert(all.end(), rows.begin(), rows.end());
+    }
+  }
   return all;
 }
 
-// Logits bit-identical with `knob` at 0 and at 1 on a 9B-shaped Q4_0 model.
-void expect_knob_changes_no_bits(const char* knob) {
+// Logits bit-identical with `knobs` at 0 and at 1 on a 9B-shaped Q4_0 model.
+void expect_knobs_change_no_bits(const std::vector<const char*>& knobs) {
   const std::string path = synth_file("qwen35", "9b", "q4_0", 4);
-  const std::vector<float> off = run_with_knob(path, knob, false), on = run_with_knob(path, knob, true);
+  const std::vector<float> off = run_with_knobs(path, knobs, false), on = run_with_knobs(path, knobs, true);
   ASSERT_EQ(off.size(), on.size());
-  EXPECT_TRUE(std::memcmp(off.data(), on.data(), off.size() * sizeof(float)) == 0)
-      << "logits differ between " << knob << "=0 and 1";
+  size_t first = off.size();
+  for (size_t i = 0; i < off.size() && first == off.size(); ++i)
+    if (std::memcmp(&off[i], &on[i], sizeof(float)) != 0) first = i;
+  std::string names;
+  for (const char* k : knobs) names += std::string(names.empty() ? "" : "+") + k;
+  EXPECT_EQ(first, off.size()) << "logits differ between " << names << " = 0 and 1, first at element " << first;
 }
 
 // The fused quantization of the GDN core's, the attention gate's and the SwiGLU's outputs is the
@@ -170,7 +198,21 @@ void expect_knob_changes_no_bits(const char* knob) {
 TEST(GpuModel, FusedActivationQuantizationIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
-  expect_knob_changes_no_bits("MEMRA_CUDA_FUSED_Q8");
+  expect_knobs_change_no_bits({"MEMRA_CUDA_FUSED_Q8"});
+}
+
+// All the exact speed knobs together: the chunked GDN prefill then also writes its output's
+// 8-bit form (a path no single knob reaches). The chunked prefill is exact against the
+// recurrent one only to its tolerance, so here it is on in both runs.
+TEST(GpuModel, PdlAndFusedQuantizationTogetherAreBitIdentical) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  gpu.reset();
+  const char* old = std::getenv("MEMRA_CUDA_GDN_CHUNKED");
+  const std::string saved = old ? old : "";
+  setenv("MEMRA_CUDA_GDN_CHUNKED", "1", 1);
+  expect_knobs_change_no_bits({"MEMRA_CUDA_FUSED_Q8", "MEMRA_CUDA_PDL"});
+  if (old) setenv("MEMRA_CUDA_GDN_CHUNKED", saved.c_str(), 1);
+  else unsetenv("MEMRA_CUDA_GDN_CHUNKED");
 }
 
 // Programmatic dependent launch changes when kernels start, never what they compute (a kernel
@@ -178,7 +220,7 @@ TEST(GpuModel, FusedActivationQuantizationIsBitIdentical) {
 TEST(GpuModel, ProgrammaticDependentLaunchIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
-  expect_knob_changes_no_bits("MEMRA_CUDA_PDL");
+  expect_knobs_change_no_bits({"MEMRA_CUDA_PDL"});
 }
 
 // Decode B sequences together and each alone: every logits row must match bit for bit.

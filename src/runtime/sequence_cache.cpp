@@ -11,7 +11,12 @@ namespace memra {
 SequenceCache::SequenceCache(Backend& backend, const ModelConfig& cfg, int32_t max_capacity)
     : kv_type(backend.kv_type()), backend_(backend), cfg_(cfg), max_capacity_(max_capacity) {
   MEMRA_ASSERT(max_capacity > 0);
-  kv_row_bytes = quant::row_bytes(kv_type, static_cast<int64_t>(cfg.n_head_kv) * cfg.head_dim);
+  const int64_t kv_dim = static_cast<int64_t>(cfg.n_head_kv) * cfg.head_dim;
+  // The 8-bit KV layout (kv_cache_q8.h) keeps whole 64-value pieces per row.
+  if (kv_type == GgmlType::Q8_0 && kv_dim % 64 != 0)
+    fail("MEMRA_CUDA_KV=q8_0 needs n_head_kv * head_dim to be a multiple of 64 (this model has {}); "
+         "use MEMRA_CUDA_KV=f16", kv_dim);
+  kv_row_bytes = quant::row_bytes(kv_type, kv_dim);
   conv_bytes = static_cast<size_t>(std::max(cfg.ssm_conv_kernel - 1, 0)) * cfg.ssm_conv_channels() * sizeof(float);
   ssm_bytes = static_cast<size_t>(cfg.ssm_n_v) * cfg.ssm_d * cfg.ssm_d * sizeof(float);
   layers.resize(cfg.n_layer);

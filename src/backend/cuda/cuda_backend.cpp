@@ -486,9 +486,8 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
                             const AttnShape& s) {
   invalidate_q8();
   const int kv_dim = s.n_head_kv * s.head_dim;
-  if (kv_type_ == GgmlType::Q8_0 && kv_dim % 64 != 0)
-    fail("MEMRA_CUDA_KV=q8_0 needs n_head_kv * head_dim to be a multiple of 64 (this model has {}); use f16",
-         kv_dim);
+  MEMRA_ASSERT(kv_type_ != GgmlType::Q8_0 || kv_dim % 64 == 0, "8-bit KV rows of {} values (SequenceCache checks)",
+               kv_dim);
   const size_t row_bytes = kv_type_ == GgmlType::Q8_0 ? static_cast<size_t>(kv_q8_row_bytes(kv_dim)) : 2 * kv_dim;
   for (const StepSeq& seq : plan().seqs) {
     MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");

@@ -21,7 +21,7 @@ struct DeviceStep {
   const int32_t* seq_n_rows = nullptr;
   const int32_t* seq_pos0 = nullptr;
   // per (layer, sequence): index layer * n_seqs + s. Null where the layer has no such cache.
-  void* const* kv_k = nullptr;   // f16 [capacity][n_head_kv * head_dim]
+  void* const* kv_k = nullptr;   // [capacity][n_head_kv * head_dim]: f16, or 8-bit (kv_cache_q8.h)
   void* const* kv_v = nullptr;
   float* const* conv = nullptr;  // [kernel-1][channels], oldest first
   float* const* ssm = nullptr;   // [n_v][d_k][d_v]

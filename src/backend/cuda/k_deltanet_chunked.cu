@@ -7,7 +7,8 @@
 // of a step may be partial), so the state reached at a multiple of 32 is the same bits however
 // the prompt was cut into steps. One block per (value head h, sequence); the block's arithmetic
 // depends only on that sequence's rows, never on the other sequences of the step. float32
-// throughout (the CPU computes a chunk in float64 and rounds the state at each boundary).
+// throughout but the running gate sums (the CPU computes a chunk in float64 and rounds the
+// state at each boundary).
 //
 // Per chunk, with gam_i = g_1 + ... + g_i (g = log of the decay, <= 0), beta_i the write gate,
 // q and k l2-normalized (q also by 1/sqrt(D)), S the state at the chunk start (S[x][c]: key row
@@ -49,7 +50,9 @@ struct ChunkSmem {
   static constexpr int kGam = kKK + kL * kLL; // gam_i
   static constexpr int kBeta = kGam + kL;     // beta_i
   static constexpr int kG = kBeta + kL;       // g_i
-  static constexpr int kFloats = kG + kL;
+  static constexpr int kGamD = kG + kL;       // gam_i in float64, 2 floats each
+  static constexpr int kFloats = kGamD + 2 * kL;
+  static_assert(kGamD % 2 == 0, "the float64 sums need 8-byte alignment");
   static constexpr size_t kBytes = sizeof(float) * kFloats;
 };
 
@@ -73,6 +76,10 @@ __global__ void __launch_bounds__(kThreads, 1) deltanet_chunked_kernel(const Cor
   float* const Gam = smem + M::kGam;
   float* const Beta = smem + M::kBeta;
   float* const Gl = smem + M::kG;
+  // gam is a running sum that reaches hundreds within a chunk: the decay between two rows,
+  // e^(gam_i - gam_j), takes the difference of the float64 sums (in float32 the difference
+  // keeps ~1e-5 relative error, ten times the recurrent kernel's; review of 2026-12-01).
+  double* const GamD = reinterpret_cast<double*>(smem + M::kGamD);
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
   const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
@@ -142,8 +149,11 @@ __global__ void __launch_bounds__(kThreads, 1) deltanet_chunked_kernel(const Cor
       }
     }
     if (tid == 0) {
-      float acc = 0.0f;
-      for (int i = 0; i < kL; ++i) Gam[i] = acc = __fadd_rn(acc, Gl[i]);
+      double acc = 0.0;
+      for (int i = 0; i < kL; ++i) {
+        GamD[i] = acc = __dadd_rn(acc, static_cast<double>(Gl[i]));
+        Gam[i] = static_cast<float>(acc);
+      }
     }
     __syncthreads();  // B2: normalized rows, gam
 
@@ -159,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 1) deltanet_chunked_kernel(const Cor
           dk = fmaf(K[i * R + x], kj, dk);
           dq = fmaf(Q[i * R + x], kj, dq);
         }
-        const float decay = expf(Gam[i] - Gam[j]);
+        const float decay = expf(static_cast<float>(GamD[i] - GamD[j]));
         if (j < i) a = Beta[i] * dk * decay;
         kk = dq * decay;
       }
@@ -230,11 +240,11 @@ __global__ void __launch_bounds__(kThreads, 1) deltanet_chunked_kernel(const Cor
       }
     }
     // ... and the state update (reads K and V', writes only S elements this thread owns).
-    const float gam_last = Gam[kL - 1];  // rows past L have g = 0: gam_L of the last real row
-    const float decay_all = expf(gam_last);
+    const double gam_last = GamD[kL - 1];  // rows past L have g = 0: gam_L of the last real row
+    const float decay_all = expf(Gam[kL - 1]);
     float vw[kL];
 #pragma unroll
-    for (int j = 0; j < kL; ++j) vw[j] = V[j * R + c] * expf(gam_last - Gam[j]);
+    for (int j = 0; j < kL; ++j) vw[j] = V[j * R + c] * expf(static_cast<float>(gam_last - GamD[j]));
     for (int x = grp; x < D; x += G) {
       float acc = S[x * D + c] * decay_all;
 #pragma unroll

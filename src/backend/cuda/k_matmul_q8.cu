@@ -37,6 +37,7 @@ __device__ __forceinline__ void swiglu_block_done(const GemvJob& job, int64_t j,
   prev = __shfl_sync(0xffffffffu, prev, 0);
   if (prev != kWarp - 1) return;
   __threadfence();
+  __syncwarp();  // lanes 1..31 learnt the count through a shuffle: order their reads after lane 0's atomic
 #pragma unroll
   for (int i = 0; i < NB; ++i) {
     const int64_t r = r0 + i;
