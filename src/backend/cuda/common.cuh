@@ -43,6 +43,14 @@ __device__ __forceinline__ float block_sum(float v, float* shared) {
 __device__ __forceinline__ float silu(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }
 __device__ __forceinline__ float sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
 
+// A kernel's dynamic shared memory (the launch's smem bytes) as an array of T. The CPU emulation
+// used by CI (tests/cudasim) hands out a buffer instead of an extern __shared__ array.
+#ifdef MEMRA_CUDASIM
+#define MEMRA_DYNAMIC_SMEM(T, name, align) T* const name = static_cast<T*>(::cudasim::dynamic_smem())
+#else
+#define MEMRA_DYNAMIC_SMEM(T, name, align) extern __shared__ __align__(align) T name[]
+#endif
+
 inline unsigned div_up(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 }  // namespace memra::cuda

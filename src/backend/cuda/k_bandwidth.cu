@@ -5,6 +5,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/launch.cuh"
 
 namespace memra::cuda {
 namespace {
@@ -38,7 +39,7 @@ double measure_read_bandwidth(size_t bytes, int reps, cudaStream_t stream) {
   std::vector<float> ms;
   for (int r = 0; r <= reps; ++r) {
     CUDA_CHECK(cudaEventRecord(a, stream));
-    read_kernel<<<sms * 8, 512, 0, stream>>>(static_cast<const int4*>(buf), bytes / 16, sink);
+    launch_plain(read_kernel, sms * 8, 512, 0, stream, static_cast<const int4*>(buf), bytes / 16, sink);
     CUDA_LAUNCH_CHECK();
     CUDA_CHECK(cudaEventRecord(b, stream));
     CUDA_CHECK(cudaEventSynchronize(b));

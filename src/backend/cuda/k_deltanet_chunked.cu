@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kThreads, 1) deltanet_chunked_kernel(const Cor
   constexpr int RI = kL / G;       // chunk rows per thread in the column-parallel phases
   static_assert(kThreads % D == 0 && kL % G == 0 && 2 * D <= kThreads && D % kWarp == 0, "head size");
 
-  extern __shared__ __align__(16) float smem[];
+  MEMRA_DYNAMIC_SMEM(float, smem, 16);
   float* const S = smem + M::kS;
   float* const K = smem + M::kK;
   float* const Q = smem + M::kQ;

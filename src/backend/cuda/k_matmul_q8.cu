@@ -12,13 +12,20 @@
 #include "backend/cuda/quantize_q8.cuh"
 #include "backend/cuda/weight_layout.h"
 
+// The CPU emulation used by CI (tests/cudasim) has no tensor cores: every row count takes the GEMV.
+#ifdef MEMRA_CUDASIM
+#define MEMRA_HAVE_MMA false
+#else
+#define MEMRA_HAVE_MMA true
+#endif
+
 namespace memra::cuda {
 namespace {
 // From this many activation rows on, the launchers below hand the work to the tensor-core kernel
 // (matmul_q8_mma, k_matmul_mma.cu): same bits, so this is a pure performance choice.
 constexpr int64_t kMmaMinRows = 16;
 // MEMRA_CUDA_MMA (set by the backend at start-up): 0 keeps every row count on the GEMV.
-bool g_mma_enabled = true;
+bool g_mma_enabled = MEMRA_HAVE_MMA;
 constexpr int kRowsPerBlock = 8;  // warps per thread block, one output row each
 constexpr int64_t kPrefetchItems = 3;  // work items per warp pulled into L2 before pdl_wait
 
@@ -226,7 +233,7 @@ bool same_geometry(const DevWeight& a, const DevWeight& b) {
 
 }  // namespace
 
-void set_mma_enabled(bool on) { g_mma_enabled = on; }
+void set_mma_enabled(bool on) { g_mma_enabled = on && MEMRA_HAVE_MMA; }
 
 void matmul_q8_multi(const MatmulTarget* targets, int n, const Q8Act& x, cudaStream_t stream, int splitk) {
   MEMRA_ASSERT(n >= 1 && n <= 4);

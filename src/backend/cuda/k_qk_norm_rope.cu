@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(kNormRopeWarps* kWarp)
                         const int32_t* __restrict__ positions, int64_t n_heads_total, int n_head, int n_head_kv,
                         int head_dim, int n_rot, int q_head_stride, float eps) {
   pdl_enter();
-  extern __shared__ float staging[];  // [kNormRopeWarps][head_dim]: the normed head, read by the rotation
+  MEMRA_DYNAMIC_SMEM(float, staging, 4);  // [kNormRopeWarps][head_dim]: the normed head, read by the rotation
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kNormRopeWarps + warp;
   if (item >= n_heads_total) return;  // whole warp; no block-wide barrier follows

@@ -91,7 +91,11 @@ __device__ __forceinline__ RawBlock fetch_block(const uint8_t* row, const DevWei
 template <GgmlType T>
 __device__ __forceinline__ void prefetch_block_l2(const uint8_t* row, int64_t k) {
   const uint8_t* p = row + (T == GgmlType::Q8_0 ? 32 : 16) * k;
+#if defined(__CUDA_ARCH__)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;  // host compilation pass, or the CPU emulation (tests/cudasim)
+#endif
 }
 
 __device__ __forceinline__ float half_bits(uint32_t bits) {

@@ -1,0 +1,280 @@
+// cudasim: one thread block at a time, its threads as fibers (ucontext) on the calling host
+// thread. A fiber runs until it reaches a barrier or a warp collective, then the next ready one
+// runs; a barrier opens when every live thread of the block (or every lane of the mask) is
+// there. Misuse that hangs or is undefined on the GPU stops the process with a message: a
+// collective whose lanes are not all present, a lane that exits while its warp waits for it,
+// threads that can never meet again (deadlock).
+//
+// A switch saves the callee-saved registers on the fiber's own stack and swaps stack pointers
+// (x86-64 System V; 6 pushes and pops). ucontext's swapcontext also saves the signal mask with
+// a system call per switch, which made the emulated GPU tests spend half their time in the
+// kernel.
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "cuda_runtime.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define CUDASIM_ASAN 1
+#else
+#define CUDASIM_ASAN 0
+#endif
+
+uint3 cudasim_thread_idx, cudasim_block_idx;
+dim3 cudasim_block_dim, cudasim_grid_dim;
+
+#if !defined(__x86_64__)
+#error "cudasim's context switch is written for x86-64"
+#endif
+
+// cudasim_switch(save, to): pushes rbp, rbx, r12-r15, stores rsp in *save, loads `to` as rsp,
+// pops the same registers of the other context and returns into it.
+extern "C" void cudasim_switch(void** save, void* to);
+asm(R"(
+  .text
+  .globl cudasim_switch
+  .type cudasim_switch, @function
+cudasim_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cudasim_switch, .-cudasim_switch
+)");
+
+namespace cudasim {
+namespace {
+
+// Kernel frames are small, but sanitizer builds enlarge them a lot.
+constexpr size_t kStackBytes = size_t{512} << 10;
+
+enum class State { Ready, BlockBarrier, WarpWait, Done };
+enum class WarpOp { Exchange, Sum };
+
+struct Fiber {
+  void* sp = nullptr;  // saved stack pointer while switched away
+  void* stack = nullptr;
+  void* fake_stack = nullptr;  // the sanitizer's, while switched away
+  uint3 tid;
+  int index = 0;
+  State state = State::Done;
+  WarpOp op = WarpOp::Exchange;
+  unsigned mask = 0;
+  int src = 0;
+  uint64_t value = 0, result = 0;
+};
+
+struct Block {
+  std::vector<Fiber> fibers;  // grows to the largest block seen; stacks are kept
+  void* scheduler_sp = nullptr;
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_stack_bottom = nullptr;
+  size_t scheduler_stack_size = 0;
+  int n_threads = 0, n_done = 0, n_at_barrier = 0;
+  uint3 block_idx;
+  dim3 block_dim, grid_dim;
+  void* smem = nullptr;
+  const std::function<void()>* body = nullptr;
+  Fiber* current = nullptr;
+};
+
+Block g_block;
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "cudasim: %s (block %u,%u,%u, thread %d)\n", what, g_block.block_idx.x, g_block.block_idx.y,
+               g_block.block_idx.z, g_block.current ? g_block.current->index : -1);
+  std::abort();
+}
+
+Fiber& current() {
+  if (!g_block.current) die("a device function ran outside a kernel");
+  return *g_block.current;
+}
+
+void to_scheduler(Fiber& f, bool exiting) {
+#if CUDASIM_ASAN
+  __sanitizer_start_switch_fiber(exiting ? nullptr : &f.fake_stack, g_block.scheduler_stack_bottom,
+                                 g_block.scheduler_stack_size);
+#endif
+  cudasim_switch(&f.sp, g_block.scheduler_sp);
+  if (exiting) die("an exited fiber was resumed");
+#if CUDASIM_ASAN
+  __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
+#endif
+}
+
+void run_fiber(Fiber& f) {
+  g_block.current = &f;
+  cudasim_thread_idx = f.tid;
+#if CUDASIM_ASAN
+  __sanitizer_start_switch_fiber(&g_block.scheduler_fake_stack, f.stack, kStackBytes);
+#endif
+  cudasim_switch(&g_block.scheduler_sp, f.sp);
+#if CUDASIM_ASAN
+  __sanitizer_finish_switch_fiber(g_block.scheduler_fake_stack, nullptr, nullptr);
+#endif
+  g_block.current = nullptr;
+}
+
+void open_block_barrier_if_complete() {
+  Block& b = g_block;
+  if (b.n_at_barrier == 0 || b.n_at_barrier + b.n_done != b.n_threads) return;
+  for (int i = 0; i < b.n_threads; ++i)
+    if (b.fibers[i].state == State::BlockBarrier) b.fibers[i].state = State::Ready;
+  b.n_at_barrier = 0;
+}
+
+// Releases the warp collective that `mask` names in warp `warp` once all its lanes wait in it.
+void open_warp_op_if_complete(int warp, unsigned mask) {
+  Block& b = g_block;
+  const int base = warp * 32;
+  uint64_t sum = 0;
+  for (int l = 0; l < 32; ++l) {
+    if (!((mask >> l) & 1) || base + l >= b.n_threads) continue;
+    const Fiber& o = b.fibers[base + l];
+    if (o.state == State::Done) die("a warp collective names a lane that has exited");
+    if (o.state != State::WarpWait) return;
+    if (o.mask != mask) die("lanes of one warp collective pass different masks");
+    sum += o.value;
+  }
+  for (int l = 0; l < 32; ++l) {
+    if (!((mask >> l) & 1) || base + l >= b.n_threads) continue;
+    Fiber& o = b.fibers[base + l];
+    if (o.op == WarpOp::Sum) {
+      o.result = sum;
+    } else {
+      const int s = o.src;
+      const bool valid = s >= 0 && s < 32 && ((mask >> s) & 1) && base + s < b.n_threads;
+      o.result = valid ? b.fibers[base + s].value : o.value;
+    }
+  }
+  for (int l = 0; l < 32; ++l)
+    if (((mask >> l) & 1) && base + l < b.n_threads) b.fibers[base + l].state = State::Ready;
+}
+
+uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int src) {
+  Fiber& f = current();
+  const int lane = f.index % 32;
+  if (!((mask >> lane) & 1)) die("a lane joined a warp collective whose mask leaves it out");
+  f.state = State::WarpWait;
+  f.op = op;
+  f.mask = mask;
+  f.value = value;
+  f.src = src;
+  open_warp_op_if_complete(f.index / 32, mask);
+  if (f.state != State::Ready) to_scheduler(f, false);
+  return f.result;
+}
+
+// Entered by the first switch to a fiber (as the return address on its fresh stack).
+[[noreturn]] void fiber_main() {
+  Fiber& f = *g_block.current;
+#if CUDASIM_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &g_block.scheduler_stack_bottom, &g_block.scheduler_stack_size);
+#endif
+  (*g_block.body)();
+  f.state = State::Done;
+  ++g_block.n_done;
+  // A lane of this warp may wait in a collective that names this one.
+  const int base = f.index / 32 * 32;
+  for (int l = 0; l < 32 && base + l < g_block.n_threads; ++l) {
+    const Fiber& o = g_block.fibers[base + l];
+    if (o.state == State::WarpWait && ((o.mask >> (f.index % 32)) & 1))
+      die("a lane exited while lanes of its warp wait for it in a collective");
+  }
+  open_block_barrier_if_complete();
+  to_scheduler(f, true);
+  std::abort();
+}
+
+void* new_stack() {
+  void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) die("cannot map a fiber stack");
+  return p;
+}
+
+}  // namespace
+
+void* dynamic_smem() { return g_block.smem; }
+int lane_id() { return current().index % 32; }
+
+void sync_block() {
+  Fiber& f = current();
+  f.state = State::BlockBarrier;
+  ++g_block.n_at_barrier;
+  open_block_barrier_if_complete();
+  if (f.state != State::Ready) to_scheduler(f, false);
+}
+
+uint64_t warp_exchange(unsigned mask, uint64_t value, int src_lane) {
+  return warp_op(WarpOp::Exchange, mask, value, src_lane);
+}
+uint64_t warp_sum(unsigned mask, uint64_t value) { return warp_op(WarpOp::Sum, mask, value, 0); }
+
+// Runs one block of the current launch to completion.
+void run_block(uint3 block_idx, dim3 block_dim, dim3 grid_dim, void* smem, const std::function<void()>& body) {
+  Block& b = g_block;
+  if (b.current) die("a kernel launched from device code");
+  const int n = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
+  if (static_cast<int>(b.fibers.size()) < n) b.fibers.resize(n);
+  b.n_threads = n;
+  b.n_done = b.n_at_barrier = 0;
+  b.block_idx = block_idx;
+  b.block_dim = block_dim;
+  b.grid_dim = grid_dim;
+  b.smem = smem;
+  b.body = &body;
+  cudasim_block_idx = block_idx;
+  cudasim_block_dim = block_dim;
+  cudasim_grid_dim = grid_dim;
+  for (int i = 0; i < n; ++i) {
+    Fiber& f = b.fibers[i];
+    if (!f.stack) f.stack = new_stack();
+    f.index = i;
+    f.tid = uint3{i % block_dim.x, i / block_dim.x % block_dim.y, i / (block_dim.x * block_dim.y)};
+    f.state = State::Ready;
+    f.fake_stack = nullptr;
+    // A fresh stack as cudasim_switch leaves one: six saved registers, then the return address
+    // (fiber_main) on a 16-byte boundary, so fiber_main starts aligned as if called.
+    auto* top = reinterpret_cast<void**>(static_cast<char*>(f.stack) + kStackBytes - 16);
+    top[0] = reinterpret_cast<void*>(&fiber_main);
+    for (int r = 1; r <= 6; ++r) top[-r] = nullptr;
+    f.sp = top - 6;
+  }
+  while (b.n_done < n) {
+    bool ran = false;
+    for (int i = 0; i < n; ++i) {
+      if (b.fibers[i].state != State::Ready) continue;
+      run_fiber(b.fibers[i]);
+      ran = true;
+    }
+    if (!ran) {
+      int at_barrier = 0, in_warp_op = 0;
+      for (int i = 0; i < n; ++i) {
+        at_barrier += b.fibers[i].state == State::BlockBarrier;
+        in_warp_op += b.fibers[i].state == State::WarpWait;
+      }
+      std::fprintf(stderr, "cudasim: deadlock: %d threads at __syncthreads, %d in warp collectives, %d exited\n",
+                   at_barrier, in_warp_op, b.n_done);
+      die("threads of a block can never meet again");
+    }
+  }
+  b.body = nullptr;
+}
+
+}  // namespace cudasim
