@@ -22,7 +22,7 @@ std::unique_ptr<Backend> make_backend(const std::string& device_in) {
   if (device == "cpu") return make_cpu_backend();
   if (device == "cuda" || device == "auto") {
 #ifdef MEMRA_HAVE_CUDA
-    if (cuda_device_available()) return make_cuda_backend();
+    if (cuda_device_available() && (device == "cuda" || !cuda_backend_emulated())) return make_cuda_backend();
     if (device == "cuda") fail("--device cuda: no usable CUDA GPU found ({})", cuda_unavailable_reason());
 #else
     if (device == "cuda") fail("--device cuda: this memra was built without the CUDA backend (rebuild with nvcc present)");

@@ -79,8 +79,15 @@ struct Fiber {
   uint64_t value = 0, result = 0;
 };
 
+struct Warp {
+  unsigned waiting = 0;  // lanes inside a collective
+  unsigned exited = 0;   // lanes whose thread has returned
+  unsigned present = 0;  // lanes that exist (a block's last warp may be partial)
+};
+
 struct Block {
   std::vector<Fiber> fibers;  // grows to the largest block seen; stacks are kept
+  std::vector<Warp> warps;
   void* scheduler_sp = nullptr;
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack_bottom = nullptr;
@@ -142,18 +149,21 @@ void open_block_barrier_if_complete() {
 // Releases the warp collective that `mask` names in warp `warp` once all its lanes wait in it.
 void open_warp_op_if_complete(int warp, unsigned mask) {
   Block& b = g_block;
+  Warp& w = b.warps[warp];
+  const unsigned need = mask & w.present;
+  if (need & w.exited) die("a warp collective names a lane that has exited");
+  if ((w.waiting & need) != need) return;
   const int base = warp * 32;
   uint64_t sum = 0;
   for (int l = 0; l < 32; ++l) {
-    if (!((mask >> l) & 1) || base + l >= b.n_threads) continue;
+    if (!((need >> l) & 1)) continue;
     const Fiber& o = b.fibers[base + l];
-    if (o.state == State::Done) die("a warp collective names a lane that has exited");
-    if (o.state != State::WarpWait) return;
     if (o.mask != mask) die("lanes of one warp collective pass different masks");
     sum += o.value;
   }
+  w.waiting &= ~need;
   for (int l = 0; l < 32; ++l) {
-    if (!((mask >> l) & 1) || base + l >= b.n_threads) continue;
+    if (!((need >> l) & 1)) continue;
     Fiber& o = b.fibers[base + l];
     if (o.op == WarpOp::Sum) {
       o.result = sum;
@@ -164,7 +174,7 @@ void open_warp_op_if_complete(int warp, unsigned mask) {
     }
   }
   for (int l = 0; l < 32; ++l)
-    if (((mask >> l) & 1) && base + l < b.n_threads) b.fibers[base + l].state = State::Ready;
+    if ((need >> l) & 1) b.fibers[base + l].state = State::Ready;
 }
 
 uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int src) {
@@ -176,6 +186,7 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int src) {
   f.mask = mask;
   f.value = value;
   f.src = src;
+  g_block.warps[f.index / 32].waiting |= 1u << lane;
   open_warp_op_if_complete(f.index / 32, mask);
   if (f.state != State::Ready) to_scheduler(f, false);
   return f.result;
@@ -190,11 +201,13 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int src) {
   (*g_block.body)();
   f.state = State::Done;
   ++g_block.n_done;
+  Warp& w = g_block.warps[f.index / 32];
+  w.exited |= 1u << (f.index % 32);
   // A lane of this warp may wait in a collective that names this one.
   const int base = f.index / 32 * 32;
-  for (int l = 0; l < 32 && base + l < g_block.n_threads; ++l) {
-    const Fiber& o = g_block.fibers[base + l];
-    if (o.state == State::WarpWait && ((o.mask >> (f.index % 32)) & 1))
+  for (int l = 0; l < 32; ++l) {
+    if (!((w.waiting >> l) & 1)) continue;
+    if ((g_block.fibers[base + l].mask >> (f.index % 32)) & 1)
       die("a lane exited while lanes of its warp wait for it in a collective");
   }
   open_block_barrier_if_complete();
@@ -233,6 +246,8 @@ void run_block(uint3 block_idx, dim3 block_dim, dim3 grid_dim, void* smem, const
   const int n = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
   if (static_cast<int>(b.fibers.size()) < n) b.fibers.resize(n);
   b.n_threads = n;
+  b.warps.assign((n + 31) / 32, Warp{});
+  for (int i = 0; i < n; ++i) b.warps[i / 32].present |= 1u << (i % 32);
   b.n_done = b.n_at_barrier = 0;
   b.block_idx = block_idx;
   b.block_dim = block_dim;

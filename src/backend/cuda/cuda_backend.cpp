@@ -23,6 +23,14 @@ namespace memra {
 
 bool cuda_device_available() { return cuda_unavailable_reason().empty(); }
 
+bool cuda_backend_emulated() {
+#ifdef MEMRA_CUDASIM
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::string cuda_unavailable_reason() {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
