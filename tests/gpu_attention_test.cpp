@@ -61,13 +61,8 @@ constexpr double kAttnTolQ8 = 4e-2;
 
 // A CUDA backend whose KV cache is `kv` (MEMRA_CUDA_KV), or null without a GPU.
 std::unique_ptr<Backend> gpu_with_kv(const char* kv) {
-  const char* old = std::getenv("MEMRA_CUDA_KV");
-  const std::string saved = old ? old : "";
-  setenv("MEMRA_CUDA_KV", kv, 1);
-  auto be = test::make_gpu_backend();
-  if (old) setenv("MEMRA_CUDA_KV", saved.c_str(), 1);
-  else unsetenv("MEMRA_CUDA_KV");
-  return be;
+  test::ScopedEnv knob("MEMRA_CUDA_KV", kv);
+  return test::make_gpu_backend();
 }
 
 ModelConfig make_config(const Dims& d) {

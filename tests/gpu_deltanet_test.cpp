@@ -291,13 +291,8 @@ struct Pair {
 // A CUDA backend with prompts through the chunked core (MEMRA_CUDA_GDN_CHUNKED) or not; null
 // without a GPU. The knob is read when the backend is made.
 std::unique_ptr<Backend> gpu_backend(bool chunked) {
-  const char* old = std::getenv("MEMRA_CUDA_GDN_CHUNKED");
-  const std::string saved = old ? old : "";
-  setenv("MEMRA_CUDA_GDN_CHUNKED", chunked ? "1" : "0", 1);
-  auto be = test::make_gpu_backend();
-  if (old) setenv("MEMRA_CUDA_GDN_CHUNKED", saved.c_str(), 1);
-  else unsetenv("MEMRA_CUDA_GDN_CHUNKED");
-  return be;
+  test::ScopedEnv knob("MEMRA_CUDA_GDN_CHUNKED", chunked ? "1" : "0");
+  return test::make_gpu_backend();
 }
 
 const char* mode_name(bool chunked) { return chunked ? " [chunked]" : " [recurrent]"; }

@@ -168,13 +168,8 @@ namespace {
 
 // A CUDA backend with MEMRA_CUDA_SPLITK set (the inexact comparison tier), or null.
 std::unique_ptr<Backend> gpu_with_splitk(int warps) {
-  const char* old = std::getenv("MEMRA_CUDA_SPLITK");
-  const std::string saved = old ? old : "";
-  setenv("MEMRA_CUDA_SPLITK", std::to_string(warps).c_str(), 1);
-  auto be = test::make_gpu_backend();
-  if (old) setenv("MEMRA_CUDA_SPLITK", saved.c_str(), 1);
-  else unsetenv("MEMRA_CUDA_SPLITK");
-  return be;
+  test::ScopedEnv knob("MEMRA_CUDA_SPLITK", std::to_string(warps).c_str());
+  return test::make_gpu_backend();
 }
 
 // The split-K tier computes the same block terms in another summation order: within float32

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <random>
 
 #include "gpu_test_util.h"
@@ -143,16 +142,11 @@ TEST(GpuModel, GreedyDecodeIsDeterministic) {
 // backend): prefill, decode one token at a time, and decode steps of B = 2, 5 and 11 sequences of
 // different lengths (the GEMV's multi-row passes, below the tensor-core threshold).
 std::vector<float> run_with_knobs(const std::string& path, const std::vector<const char*>& knobs, bool on) {
-  std::vector<std::pair<const char*, std::optional<std::string>>> saved;
-  for (const char* k : knobs) {
-    const char* old = std::getenv(k);
-    saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
-    setenv(k, on ? "1" : "0", 1);
-  }
-  auto e = open(path, "cuda");
-  for (const auto& [k, v] : saved) {
-    if (v) setenv(k, v->c_str(), 1);
-    else unsetenv(k);
+  std::unique_ptr<Engine> e;
+  {
+    std::vector<std::unique_ptr<test::ScopedEnv>> set;
+    for (const char* k : knobs) set.push_back(std::make_unique<test::ScopedEnv>(k, on ? "1" : "0"));
+    e = open(path, "cuda");
   }
   std::vector<int32_t> ids;
   for (int i = 0; i < 40; ++i) ids.push_back((i * 7919 + 13) % 1000 + 5);
@@ -207,12 +201,8 @@ TEST(GpuModel, FusedActivationQuantizationIsBitIdentical) {
 TEST(GpuModel, PdlAndFusedQuantizationTogetherAreBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
-  const char* old = std::getenv("MEMRA_CUDA_GDN_CHUNKED");
-  const std::string saved = old ? old : "";
-  setenv("MEMRA_CUDA_GDN_CHUNKED", "1", 1);
+  test::ScopedEnv chunked("MEMRA_CUDA_GDN_CHUNKED", "1");
   expect_knobs_change_no_bits({"MEMRA_CUDA_FUSED_Q8", "MEMRA_CUDA_PDL"});
-  if (old) setenv("MEMRA_CUDA_GDN_CHUNKED", saved.c_str(), 1);
-  else unsetenv("MEMRA_CUDA_GDN_CHUNKED");
 }
 
 // Programmatic dependent launch changes when kernels start, never what they compute (a kernel

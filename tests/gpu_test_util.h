@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "test_util.h"
 #ifdef MEMRA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif

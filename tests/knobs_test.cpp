@@ -6,29 +6,13 @@
 
 #include "common/error.h"
 #include "common/knobs.h"
+#include "test_util.h"
 
 namespace memra {
 namespace {
 
 // Sets an environment variable for the scope of a test, restoring the previous state.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using test::ScopedEnv;
 
 std::string error_of(void (*f)()) {
   try {

@@ -1,4 +1,4 @@
-// cudasim: one thread block at a time, its threads as fibers (ucontext) on the calling host
+// cudasim: one thread block at a time, its threads as fibers on the calling host
 // thread. A fiber runs until it reaches a barrier or a warp collective, then the next ready one
 // runs; a barrier opens when every live thread of the block (or every lane of the mask) is
 // there. Misuse that hangs or is undefined on the GPU stops the process with a message: a
@@ -7,8 +7,7 @@
 //
 // A switch saves the callee-saved registers on the fiber's own stack and swaps stack pointers
 // (x86-64 System V; 6 pushes and pops). ucontext's swapcontext also saves the signal mask with
-// a system call per switch, which made the emulated GPU tests spend half their time in the
-// kernel.
+// a system call per switch.
 #include <sys/mman.h>
 
 #include <cstdio>

@@ -143,7 +143,9 @@ cudaError_t cudaFree(void* p) {
 }
 cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
 cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
-  return enqueue(s, [p]() { std::free(p); });
+  if (s && s->capture) return cudasim::fail(cudaErrorInvalidValue, "cudaFreeAsync under capture is not emulated");
+  std::free(p);
+  return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
   if (bytes) std::memmove(dst, src, bytes);

@@ -14,7 +14,6 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __noinline__
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 // Blocks run one after another on one host thread, so a function-static array is exactly one
@@ -23,14 +22,11 @@
 
 struct __align__(8) float2 { float x, y; };
 struct __align__(16) float4 { float x, y, z, w; };
-struct __align__(8) int2 { int x, y; };
 struct __align__(16) int4 { int x, y, z, w; };
 struct __align__(8) uint2 { unsigned x, y; };
 struct __align__(16) uint4 { unsigned x, y, z, w; };
-inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
-inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 namespace cudasim {
@@ -109,12 +105,6 @@ T atomicOr(T* p, U v) {
   *p = static_cast<T>(old | static_cast<T>(v));
   return old;
 }
-template <typename T, typename U>
-T atomicMax(T* p, U v) {
-  const T old = *p;
-  if (static_cast<T>(v) > old) *p = static_cast<T>(v);
-  return old;
-}
 
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
@@ -122,20 +112,13 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
 inline float __frsqrt_rn(float x) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(x))); }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
 inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
 inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
-inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
-inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline int __popc(unsigned x) { return std::popcount(x); }
-inline int __popcll(unsigned long long x) { return std::popcount(x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
-inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 
 // Four signed 8-bit products summed into c.
 inline int __dp4a(int a, int b, int c) {
