@@ -44,7 +44,7 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   # tests again with it on, so a kernel that reads before its pdl_wait() shows up as a failure.
   # The same for the chunked Gated DeltaNet prefill (MEMRA_CUDA_GDN_CHUNKED, off by default until
   # measured; its op-level tests in gpu_deltanet_test.cpp run both forms regardless).
-  for knob in MEMRA_CUDA_PDL MEMRA_CUDA_GDN_CHUNKED MEMRA_CUDA_FUSED_Q8; do
+  for knob in MEMRA_CUDA_PDL MEMRA_CUDA_GDN_CHUNKED; do
     echo "== GPU model tests with $knob=1"
     env "$knob=1" "$BUILD/memra_tests" --gtest_filter='GpuModel*:GpuSampling*-GpuModel.Synth9b*' --gtest_brief=1 2>&1 \
       | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
@@ -73,14 +73,14 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
     # The knobs still off by default, measured against the rows above (rows marked with the
-    # knob): programmatic dependent launch, fused activation quantization, the chunked Gated
+    # knob): programmatic dependent launch, the chunked Gated
     # DeltaNet prefill, and all three together (the Q4_0 models); the 8-bit KV cache at depth.
     [ "$3" = q4_0 ] || { echo >> "$MD"; continue; }
     MEMRA_CUDA_KV=q8_0 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS" --ctx 8192 \
       --jsonl "$JSONL.kv-q8" | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| tg128 /| tg128 kv-q8 /' \
       | tee -a "$MD"
-    for variant in "pdl MEMRA_CUDA_PDL=1" "fused-q8 MEMRA_CUDA_FUSED_Q8=1" "chunked-gdn MEMRA_CUDA_GDN_CHUNKED=1" \
-                   "all3 MEMRA_CUDA_PDL=1 MEMRA_CUDA_FUSED_Q8=1 MEMRA_CUDA_GDN_CHUNKED=1"; do
+    for variant in "pdl MEMRA_CUDA_PDL=1" "chunked-gdn MEMRA_CUDA_GDN_CHUNKED=1" \
+                   "both MEMRA_CUDA_PDL=1 MEMRA_CUDA_GDN_CHUNKED=1"; do
       set -- $variant
       tag=$1
       shift
@@ -102,12 +102,12 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
   "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8,16,32,64 -d 512,4096 -r "$REPS" \
     --ctx 8192 --verify-exact --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode: FAILED (see above)" | tee -a "$MD"
-  # The inexact comparison tier (split-K GEMV, MEMRA_CUDA_SPLITK) below the tensor-core threshold:
-  # the cost of exactness is the gap between these rows and the exact ones above.
-  for sk in 2 4; do
-    MEMRA_CUDA_SPLITK=$sk "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8 -d 512 -r "$REPS" \
-      --ctx 8192 --jsonl "$JSONL.splitk$sk" | grep -E '^\| [^-]' | grep -v '| model |' \
-      | sed -E "s/\| tg64 /| tg64 inexact-splitk$sk /" | tee -a "$MD"
+  # Where a step's time goes at B = 1, 16 and 64 (events around each op, graphs off).
+  for b in 1 16 64; do
+    MEMRA_CUDA_PROFILE=1 "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 16 -b $b -d 512 -r 1 --ctx 8192 \
+      2> "$WORK/profile-b$b.txt" > /dev/null
+    echo "profile B=$b: $(head -1 "$WORK/profile-b$b.txt")"
+    [ -n "${OUT:-}" ] && cp -f "$WORK/profile-b$b.txt" "$OUT/" 2>/dev/null
   done
 fi
 

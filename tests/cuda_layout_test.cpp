@@ -1,7 +1,10 @@
-// The CUDA backend's repacked weight layout, checked on the CPU: repack then unpack must give
-// exactly what the reference decoder gives for the original GGUF rows (runs in CI without a GPU).
+// The CUDA backend's tiled weight layout (weight_layout.h), checked on the CPU: repack then
+// decode must give exactly what the reference decoder gives for the original GGUF rows (F32:
+// its hi + lo form, within 2^-21 of the block's largest value). Runs in CI without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -15,51 +18,73 @@ namespace memra {
 namespace {
 
 #ifdef MEMRA_HAVE_CUDA
-void check_type(GgmlType type, int64_t n_in, int64_t rows) {
+void check_type(GgmlType type, int64_t n_in, int64_t rows, int64_t n_mat = 1) {
   std::mt19937 rng(static_cast<uint32_t>(type) * 7919 + static_cast<uint32_t>(n_in));
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const size_t row_bytes = quant::row_bytes(type, n_in);
-  std::vector<uint8_t> file(row_bytes * rows);
+  std::vector<uint8_t> file(row_bytes * rows * n_mat);
   std::vector<float> src(static_cast<size_t>(n_in));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (auto& v : src) v = dist(rng) * (1.0f + r);
+  for (int64_t r = 0; r < rows * n_mat; ++r) {
+    for (auto& v : src) v = dist(rng) * (1.0f + r % 7) * (r % 3 == 0 ? 1e-3f : 1.0f);
     quant::quantize_row(type, src.data(), file.data() + r * row_bytes, n_in);
   }
-  cuda::DevWeight w = cuda::plan_layout(type, n_in, rows, 1);
-  ASSERT_EQ(w.row_stride % 16, 0u);
-  std::vector<uint8_t> dev(w.mat_stride);
-  cuda::repack_rows(w, type, file.data(), rows, dev.data());
+  const cuda::DevWeight w = cuda::plan_layout(type, n_in, rows, n_mat);
+  ASSERT_EQ(w.tile_bytes % 16, 0);
+  ASSERT_EQ(w.n_rg, (rows + 15) / 16);
+  ASSERT_EQ(w.n_kt, (n_in + 255) / 256);
+  std::vector<uint8_t> dev(w.mat_stride * n_mat);
+  for (int64_t e = 0; e < n_mat; ++e)
+    for (int64_t g = 0; g < w.n_rg; ++g)
+      cuda::repack_group(w, file.data() + (e * rows + g * 16) * row_bytes, static_cast<int64_t>(row_bytes),
+                         std::min<int64_t>(16, rows - g * 16), dev.data() + e * w.mat_stride + g * w.group_stride);
   std::vector<float> want(static_cast<size_t>(n_in)), got(static_cast<size_t>(n_in));
-  for (int64_t r = 0; r < rows; ++r) {
-    quant::dequantize_row(type, file.data() + r * row_bytes, want.data(), n_in);
-    if (w.type != type)  // converted on upload: the device holds the f16 rounding of the decoded value
-      for (auto& v : want) v = quant::f16_to_f32(quant::f32_to_f16(v));
-    cuda::unpack_row(w, dev.data() + r * w.row_stride, got.data());
-    for (int64_t i = 0; i < n_in; ++i)
-      ASSERT_EQ(got[i], want[i]) << quant::type_name(type) << " row " << r << " element " << i;
-  }
+  for (int64_t e = 0; e < n_mat; ++e)
+    for (int64_t r = 0; r < rows; ++r) {
+      quant::dequantize_row(type, file.data() + (e * rows + r) * row_bytes, want.data(), n_in);
+      if (w.type != type)  // widened on upload: the device holds the f16 rounding of the decoded value
+        for (auto& v : want) v = quant::f16_to_f32(quant::f32_to_f16(v));
+      cuda::unpack_row(w, dev.data(), e, r, got.data());
+      for (int64_t i = 0; i < n_in; ++i) {
+        if (type == GgmlType::F32) {
+          float amax = 0;
+          for (int64_t k = i / 32 * 32; k < std::min<int64_t>(n_in, i / 32 * 32 + 32); ++k) amax = std::max(amax, std::fabs(want[k]));
+          ASSERT_LE(std::fabs(got[i] - want[i]), std::ldexp(amax, -21)) << "f32 row " << r << " element " << i;
+        } else {
+          ASSERT_EQ(got[i], want[i]) << quant::type_name(type) << " matrix " << e << " row " << r << " element " << i;
+        }
+      }
+    }
 }
 
 TEST(CudaLayout, RepackRoundTripsEveryDeviceType) {
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
                      GgmlType::Q5_K, GgmlType::Q6_K})
-    check_type(t, 512, 5);
+    check_type(t, 512, 37, 2);
 }
 
-TEST(CudaLayout, ConvertedTypesBecomeF16) {
+TEST(CudaLayout, WidenedTypesBecomeF16) {
   for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K}) {
     EXPECT_EQ(cuda::device_type(t), GgmlType::F16);
     check_type(t, 256, 3);
   }
 }
 
-TEST(CudaLayout, RowStrideIsPaddedForOddBlockCounts) {
-  // 3 blocks occupy 32 slots (one chunk each, matmul_order.h): 32 x 18 bytes.
-  cuda::DevWeight w = cuda::plan_layout(GgmlType::Q4_0, 96, 4, 1);
-  EXPECT_EQ(w.ns, 32);
-  EXPECT_EQ(w.row_stride, 576u);
+TEST(CudaLayout, PartialTilesArePadded) {
+  // 96 columns: one k-tile of 256, 3 real blocks; 4 rows: one row group of 16.
+  const cuda::DevWeight w = cuda::plan_layout(GgmlType::Q4_0, 96, 4, 1);
+  EXPECT_EQ(w.n_kt, 1);
+  EXPECT_EQ(w.n_rg, 1);
+  EXPECT_EQ(w.mat_stride, 2304u);
   check_type(GgmlType::Q4_0, 96, 4);
-  check_type(GgmlType::Q8_0, 160, 4);
+  check_type(GgmlType::Q8_0, 160, 20);
+  check_type(GgmlType::F16, 1000, 17);
+  check_type(GgmlType::BF16, 40, 33);
+}
+
+TEST(CudaLayout, QuantizedTilesKeepTheFileBytes) {
+  // Whole tiles hold exactly the GGUF bytes of their 16 x 256 values (the bandwidth floor).
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16})
+    EXPECT_EQ(cuda::plan_layout(t, 4096, 4096, 1).mat_stride, quant::row_bytes(t, 4096) * 4096) << quant::type_name(t);
 }
 #else
 TEST(CudaLayout, RepackRoundTripsEveryDeviceType) { GTEST_SKIP() << "built without the CUDA backend"; }

@@ -140,7 +140,7 @@ TEST(GpuModel, GreedyDecodeIsDeterministic) {
 
 // Logits with CUDA knobs all at 0 or all at 1 (knobs are read when the engine opens its
 // backend): prefill, decode one token at a time, and decode steps of B = 2, 5 and 11 sequences of
-// different lengths (the GEMV's multi-row passes, below the tensor-core threshold).
+// different lengths (several tile shapes of the matmul family).
 std::vector<float> run_with_knobs(const std::string& path, const std::vector<const char*>& knobs, bool on) {
   std::unique_ptr<Engine> e;
   {
@@ -186,23 +186,13 @@ void expect_knobs_change_no_bits(const std::vector<const char*>& knobs) {
   EXPECT_EQ(first, off.size()) << "logits differ between " << names << " = 0 and 1, first at element " << first;
 }
 
-// The fused quantization of the GDN core's, the attention gate's and the SwiGLU's outputs is the
-// same bits as quantizing them separately (prefill rows go through the tensor-core SwiGLU path,
-// decode rows through the GEMV's).
-TEST(GpuModel, FusedActivationQuantizationIsBitIdentical) {
-  MEMRA_GPU_OR_SKIP(gpu);
-  gpu.reset();
-  expect_knobs_change_no_bits({"MEMRA_CUDA_FUSED_Q8"});
-}
-
-// All the exact speed knobs together: the chunked GDN prefill then also writes its output's
-// 8-bit form (a path no single knob reaches). The chunked prefill is exact against the
-// recurrent one only to its tolerance, so here it is on in both runs.
-TEST(GpuModel, PdlAndFusedQuantizationTogetherAreBitIdentical) {
+// Programmatic dependent launch with the chunked GDN prefill on in both runs (the chunked
+// prefill is exact against the recurrent one only to its tolerance).
+TEST(GpuModel, PdlWithChunkedPrefillIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
   test::ScopedEnv chunked("MEMRA_CUDA_GDN_CHUNKED", "1");
-  expect_knobs_change_no_bits({"MEMRA_CUDA_FUSED_Q8", "MEMRA_CUDA_PDL"});
+  expect_knobs_change_no_bits({"MEMRA_CUDA_PDL"});
 }
 
 // Programmatic dependent launch changes when kernels start, never what they compute (a kernel

@@ -52,8 +52,8 @@ TEST(Knobs, ValuesParseStrictly) {
     EXPECT_NE(error_of([] { knobs::get_bool("MEMRA_CUDA_PDL"); }).find("MEMRA_CUDA_PDL"), std::string::npos);
   }
   {
-    ScopedEnv e("MEMRA_CUDA_SPLITK", "5");
-    EXPECT_NE(error_of([] { knobs::get_int("MEMRA_CUDA_SPLITK"); }).find("[0, 4]"), std::string::npos);
+    ScopedEnv e("MEMRA_CUDA_SCRATCH_MB", "5");
+    EXPECT_NE(error_of([] { knobs::get_int("MEMRA_CUDA_SCRATCH_MB"); }).find("[64, "), std::string::npos);
   }
   {
     ScopedEnv e("MEMRA_PREFILL_CHUNK", "64k");
@@ -64,8 +64,7 @@ TEST(Knobs, ValuesParseStrictly) {
 
 TEST(Knobs, DescribeListsEveryKnob) {
   const std::string all = knobs::describe_all();
-  for (const char* name : {"MEMRA_THREADS", "MEMRA_DEVICE", "MEMRA_CUDA_KV", "MEMRA_CUDA_PDL", "MEMRA_CUDA_GDN_CHUNKED",
-                           "MEMRA_CUDA_FUSED_Q8", "MEMRA_CUDA_SPLITK"})
+  for (const char* name : {"MEMRA_THREADS", "MEMRA_DEVICE", "MEMRA_CUDA_KV", "MEMRA_CUDA_PDL", "MEMRA_CUDA_GDN_CHUNKED"})
     EXPECT_NE(all.find(name), std::string::npos) << name;
 }
 

@@ -33,24 +33,16 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_SCRATCH_MB", Kind::Int, "2048", 64, 1 << 20,
      "CUDA scratch arena for one step's activations (MiB); raise it for huge prefill chunks"},
     {"MEMRA_CUDA_GRAPHS", Kind::Bool, "1", 0, 1, "record decode steps as CUDA graphs and replay them"},
-    {"MEMRA_CUDA_MMA", Kind::Bool, "1", 0, 1,
-     "tensor-core matmul for 16+ activation rows (same bits as the GEMV; 0 forces the GEMV)"},
     {"MEMRA_CUDA_PDL", Kind::Bool, "0", 0, 1,
      "programmatic dependent launch: a kernel starts (and loads its weights) while the previous one ends "
      "(off until measured on hardware: scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_GDN_CHUNKED", Kind::Bool, "0", 0, 1,
      "prompts through the chunked Gated DeltaNet form on the GPU (off until measured on hardware: "
      "scripts/gpu-check.sh runs it)"},
-    {"MEMRA_CUDA_FUSED_Q8", Kind::Bool, "0", 0, 1,
-     "the GDN core, the attention gate and the SwiGLU write their outputs' 8-bit form (same bits, two "
-     "fewer launches per layer; off until measured on hardware: scripts/gpu-check.sh runs it)"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)",
      "f16|q8_0"},
-    {"MEMRA_CUDA_SPLITK", Kind::Int, "0", 0, 4,
-     "INEXACT comparison tier: 2 or 4 warps per output row in the small-batch GEMV (results differ in "
-     "the last bits and batches lose exactness); 0 keeps the exact kernels"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };

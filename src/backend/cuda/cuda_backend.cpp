@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kv_cache_q8.h"
 #include "backend/cuda/matmul_order.h"
+#include "backend/cuda/weight_layout.h"
 #include "backend/cuda/cuda_backend.h"
 #include "common/error.h"
 #include "common/knobs.h"
@@ -52,7 +53,6 @@ std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<cuda::Cud
 namespace cuda {
 
 namespace {
-bool is_quantized(GgmlType t) { return t != GgmlType::F32 && t != GgmlType::F16 && t != GgmlType::BF16; }
 constexpr size_t kAlign = 256;
 }  // namespace
 
@@ -68,12 +68,8 @@ CudaBackend::CudaBackend() {
     fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
-  set_mma_enabled(knobs::get_bool("MEMRA_CUDA_MMA"));
   set_pdl_enabled(knobs::get_bool("MEMRA_CUDA_PDL"));
   gdn_chunked_ = knobs::get_bool("MEMRA_CUDA_GDN_CHUNKED");
-  fused_q8_ = knobs::get_bool("MEMRA_CUDA_FUSED_Q8");
-  splitk_ = static_cast<int>(knobs::get_int("MEMRA_CUDA_SPLITK"));
-  if (splitk_ != 0 && splitk_ != 2 && splitk_ != 4) fail("MEMRA_CUDA_SPLITK={} must be 0, 2 or 4", splitk_);
   const std::string kv = knobs::get_string("MEMRA_CUDA_KV");
   if (kv == "q8_0") kv_type_ = GgmlType::Q8_0;
   else if (kv != "f16") fail("MEMRA_CUDA_KV='{}' is not a CUDA KV cache type: use f16 or q8_0", kv);
@@ -90,9 +86,7 @@ CudaBackend::~CudaBackend() {
   for (auto& [ptr, w] : weights_) cudaFree(const_cast<uint8_t*>(w.data));
   for (auto& [k, p] : inv_freq_) cudaFree(p);
   cudaFree(arena_);
-  cudaFree(q8_slot_[0]);
-  cudaFree(q8_slot_[1]);
-  cudaFree(q8_counters_);
+  cudaFree(act_slot_);
   cudaFree(step_dev_);
   cudaFreeHost(step_host_);
   if (step_event_) cudaEventDestroy(step_event_);
@@ -126,26 +120,49 @@ const void* CudaBackend::upload_weight(const void* host, size_t bytes) {
 }
 
 void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
+  const bool kquant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
+  if (kquant && w.n_in % 256 != 0)
+    fail("weight {}: {} rows of {} values are not whole 256-value super-blocks (corrupt file?)", w.name,
+         quant::type_name(w.type), w.n_in);
   DevWeight dw = plan_layout(w.type, w.n_in, w.n_out, w.n_mat);
+  if (dw.type != w.type) {
+    static std::vector<GgmlType> told;  // one notice per type
+    if (std::find(told.begin(), told.end(), w.type) == told.end()) {
+      told.push_back(w.type);
+      fmt::print(stderr,
+                 "memra: note: the CUDA backend has no {} kernel; {} weights are widened to f16 on upload "
+                 "(more memory, slower decode; first: {})\n",
+                 quant::type_name(w.type), quant::type_name(w.type), w.name);
+    }
+  }
   const size_t total = dw.mat_stride * static_cast<size_t>(w.n_mat);
   void* dev = nullptr;
   if (cudaMalloc(&dev, total) != cudaSuccess) {
     cudaGetLastError();
     fail("CUDA: out of device memory for weight {} ({:.1f} MiB)", w.name, total / 1048576.0);
   }
-  // Repack in pieces of ~64 MiB so a multi-gigabyte tensor never needs a second host copy whole.
-  const int64_t rows_total = w.n_out * w.n_mat;
-  const int64_t rows_per_piece = std::max<int64_t>(1, (int64_t{64} << 20) / static_cast<int64_t>(dw.row_stride));
-  std::vector<uint8_t> piece(static_cast<size_t>(std::min(rows_total, rows_per_piece)) * dw.row_stride);
+  // Repacked in pieces of whole row groups of ~64 MiB, so a multi-gigabyte tensor never needs a
+  // second host copy whole; row groups are repacked in parallel.
+  const int64_t groups_per_piece = std::max<int64_t>(1, (int64_t{64} << 20) / dw.group_stride);
+  std::vector<uint8_t> piece(static_cast<size_t>(std::min(dw.n_rg, groups_per_piece) * dw.group_stride));
   const uint8_t* src = static_cast<const uint8_t*>(host);
-  for (int64_t r0 = 0; r0 < rows_total; r0 += rows_per_piece) {
-    const int64_t n = std::min(rows_per_piece, rows_total - r0);
-    repack_rows(dw, w.type, src + static_cast<size_t>(r0) * w.row_bytes, n, piece.data());
-    // On our stream (a legacy-stream cudaMemcpy would not be ordered before our kernels), and
-    // finished before the host piece is refilled.
-    CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(dev) + static_cast<size_t>(r0) * dw.row_stride, piece.data(),
-                               static_cast<size_t>(n) * dw.row_stride, cudaMemcpyHostToDevice, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (int64_t e = 0; e < w.n_mat; ++e) {
+    const uint8_t* mat_src = src + static_cast<size_t>(e) * w.mat_bytes;
+    uint8_t* mat_dev = static_cast<uint8_t*>(dev) + static_cast<size_t>(e) * dw.mat_stride;
+    for (int64_t g0 = 0; g0 < dw.n_rg; g0 += groups_per_piece) {
+      const int64_t n = std::min(groups_per_piece, dw.n_rg - g0);
+#pragma omp parallel for schedule(dynamic, 16)
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r0 = (g0 + i) * kGroupRows;
+        repack_group(dw, mat_src + static_cast<size_t>(r0) * w.row_bytes, static_cast<int64_t>(w.row_bytes),
+                     std::min<int64_t>(kGroupRows, w.n_out - r0), piece.data() + i * dw.group_stride);
+      }
+      // On our stream (a legacy-stream cudaMemcpy would not be ordered before our kernels), and
+      // finished before the host piece is refilled.
+      CUDA_CHECK(cudaMemcpyAsync(mat_dev + static_cast<size_t>(g0 * dw.group_stride), piece.data(),
+                                 static_cast<size_t>(n * dw.group_stride), cudaMemcpyHostToDevice, stream_));
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
   }
   dw.data = static_cast<const uint8_t*>(dev);
   weights_[dev] = dw;
@@ -159,7 +176,7 @@ const DevWeight& CudaBackend::dev_weight(const WeightRef& w) const {
 }
 
 void CudaBackend::to_device(void* dst, const void* src, size_t bytes) {
-  invalidate_q8();
+  invalidate_act();
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
 }
 void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
@@ -167,11 +184,11 @@ void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
   synchronize();
 }
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
-  invalidate_q8();
+  invalidate_act();
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 void CudaBackend::zero(void* dst, size_t bytes) {
-  invalidate_q8();
+  invalidate_act();
   if (bytes) CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
 }
 void CudaBackend::synchronize() {
@@ -191,14 +208,14 @@ float* CudaBackend::scratch(size_t n) {
 }
 
 void CudaBackend::reset_scratch() {
-  invalidate_q8();
+  invalidate_act();
   arena_used_ = 0;
 }
 
 // ---- step tables ----
 
 void CudaBackend::on_step(const StepPlan& plan) {
-  invalidate_q8();
+  invalidate_act();
   const int32_t n_rows = static_cast<int32_t>(plan.n_rows());
   const int32_t n_seqs = static_cast<int32_t>(plan.seqs.size());
   const int32_t n_layers = n_seqs ? static_cast<int32_t>(plan.seqs[0].cache->layers.size()) : 0;
@@ -306,22 +323,22 @@ void CudaBackend::graph_end() {
 
 // ---- ops ----
 
-Q8Act CudaBackend::quantize(const float* x, int64_t rows, int64_t cols) {
-  if (q8_cached_.x == x && q8_cached_.act.rows == rows && q8_cached_.act.cols == cols) return q8_cached_.act;
-  OpProfiler::Scope prof(profiler_, "quantize_q8", 0);
-  Q8Act a;
+F16Act CudaBackend::activation(const float* x, int64_t rows, int64_t cols) {
+  if (act_cached_.x == x && act_cached_.act.rows == rows && act_cached_.act.cols == cols) return act_cached_.act;
+  OpProfiler::Scope prof(profiler_, "act_f16", 0);
+  F16Act a;
   a.rows = rows;
   a.cols = cols;
-  a.slots = n_slots(cols / 32);
-  a.q = reinterpret_cast<int8_t*>(scratch(static_cast<size_t>(rows * a.slots * 32 / 4)));
-  a.d = scratch(static_cast<size_t>(rows * a.slots));
-  a.s = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows * a.slots)));
-  quantize_q8(x, a, stream_);
+  a.n_kt = k_tiles(cols);
+  a.frag = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
+  a.sums = scratch(act_f16_sums_bytes(rows, cols) / sizeof(float));
+  a.exps = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
+  act_f16(x, a, stream_);
   return a;
 }
 
 void CudaBackend::embed(const WeightRef& table, float* out) {
-  invalidate_q8();
+  invalidate_act();
   OpProfiler::Scope prof(profiler_, "embed", 0);
   embed_rows(dev_weight(table), step_, step_.n_rows, out, stream_);
 }
@@ -329,138 +346,110 @@ void CudaBackend::embed(const WeightRef& table, float* out) {
 void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
   OpProfiler::Scope prof(profiler_, "rms_norm", 0);
   MEMRA_ASSERT(w.n == dim);
-  invalidate_q8();
-  if (dim % 32 != 0) {
-    cuda::rms_norm(x, w.data, out, rows, dim, eps, stream_);
-    return;
-  }
-  const Q8Act a = q8_slot(rows, dim);
-  cuda::rms_norm_q8(x, w.data, out, a, rows, dim, eps, stream_);
-  q8_cached_ = {out, a};
+  invalidate_act();
+  const F16Act a = act_slot(rows, dim);
+  cuda::rms_norm_act(x, w.data, out, a, rows, dim, eps, stream_);
+  act_cached_ = {out, a};
 }
 
-// The one activation slot that fused producers (RMSNorm, the GDN core, the attention gate) write
-// their output's 8-bit form into; the next matmul of that output finds it through q8_cached_.
-// Each producer's output is consumed before the next producer runs, so one slot suffices.
-Q8Act CudaBackend::q8_slot(int64_t rows, int64_t cols, int which) {
-  MEMRA_ASSERT(cols % 32 == 0 && (which == 0 || which == 1));
-  const int64_t slots = n_slots(cols / 32);
-  const size_t q_bytes = (static_cast<size_t>(rows * slots * 32) + 255) / 256 * 256;
-  const size_t need = q_bytes + 2 * static_cast<size_t>(rows * slots) * 4;
-  uint8_t*& slot = q8_slot_[which];
-  if (need > q8_slot_bytes_[which]) {
+// The persistent slot the RMSNorm writes its output's f16 form into; the matmuls of that output
+// find it through act_cached_. Each norm output is consumed before the next norm runs.
+F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
+  const size_t frag = (act_f16_frag_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
+  const size_t sums = (act_f16_sums_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
+  const size_t need = frag + sums + static_cast<size_t>(rows) * 4;
+  if (need > act_slot_bytes_) {
     MEMRA_ASSERT(!capturing_, "activation slot grew during graph capture");
     drop_graphs();  // recorded steps write the old slot
-    if (slot) free(slot);
-    q8_slot_bytes_[which] = std::max(need, q8_slot_bytes_[which] * 2);
-    slot = static_cast<uint8_t*>(alloc(q8_slot_bytes_[which]));
+    if (act_slot_) free(act_slot_);
+    act_slot_bytes_ = std::max(need, act_slot_bytes_ * 2);
+    act_slot_ = static_cast<uint8_t*>(alloc(act_slot_bytes_));
   }
-  Q8Act a;
+  F16Act a;
   a.rows = rows;
   a.cols = cols;
-  a.slots = slots;
-  a.q = reinterpret_cast<int8_t*>(slot);
-  a.d = reinterpret_cast<float*>(slot + q_bytes);
-  a.s = reinterpret_cast<int32_t*>(slot + q_bytes + static_cast<size_t>(rows * slots) * 4);
+  a.n_kt = k_tiles(cols);
+  a.frag = act_slot_;
+  a.sums = reinterpret_cast<float*>(act_slot_ + frag);
+  a.exps = reinterpret_cast<int32_t*>(act_slot_ + frag + sums);
   return a;
 }
 
-// Zeroed at allocation (alloc); every kernel that counts on them leaves them at zero.
-unsigned* CudaBackend::q8_counters(size_t n) {
-  if (n > q8_counters_n_) {
-    MEMRA_ASSERT(!capturing_, "counters grew during graph capture");
-    drop_graphs();
-    if (q8_counters_) free(q8_counters_);
-    q8_counters_n_ = std::max(n, 2 * q8_counters_n_);
-    q8_counters_ = static_cast<unsigned*>(alloc(q8_counters_n_ * sizeof(unsigned)));
-  }
-  return q8_counters_;
-}
-
 void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) {
-  MatmulOut o{&w, out, accumulate};
   MEMRA_ASSERT(mat == 0 || w.n_mat > 1);
   if (mat == 0) {
+    MatmulOut o{&w, out, accumulate};
     matmul_multi(x, rows, &o, 1);
     return;
   }
   const DevWeight& dw = dev_weight(w);
-  if (is_quantized(dw.type))
-    matmul_q8(dw, mat, quantize(x, rows, dw.n_in), out, dw.n_out, accumulate, stream_, splitk_);
-  else matmul_f(dw, mat, x, rows, out, dw.n_out, accumulate, stream_);
+  MEMRA_ASSERT(out != x, "matmul output aliases its input");
+  const F16Act a = activation(x, rows, dw.n_in);
+  OpProfiler::Scope prof(profiler_, fmt::format("matmul {} {} r{}", w.name, quant::type_name(dw.type), rows),
+                         static_cast<double>(dw.mat_stride));
+  const MatmulTarget t{&dw, mat, out, dw.n_out, accumulate};
+  cuda::matmul(&t, 1, a, stream_);
+  if (act_cached_.x == out) invalidate_act();
 }
 
 void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) {
   if (rows == 0 || n_outs == 0) return;
   for (int i = 0; i < n_outs; ++i) MEMRA_ASSERT(outs[i].out != x, "matmul output aliases its input");
-  // Quantized projections of one device type and width share one activation quantization and
-  // one launch (up to 4 per launch); float ones run one by one.
+  // Projections of one device type and width share one activation conversion and one launch
+  // (up to 4 per launch).
   std::vector<MatmulTarget> group;
   std::string group_name;
   double group_bytes = 0;
+  bool wrote_cached = false;
   auto flush = [&] {
     if (group.empty()) return;
+    const F16Act a = activation(x, rows, group[0].w->n_in);
     OpProfiler::Scope prof(profiler_, group_name, group_bytes);
-    matmul_q8_multi(group.data(), static_cast<int>(group.size()), quantize(x, rows, group[0].w->n_in), stream_,
-                    splitk_);
+    cuda::matmul(group.data(), static_cast<int>(group.size()), a, stream_);
     group.clear();
     group_name.clear();
     group_bytes = 0;
   };
   for (int i = 0; i < n_outs; ++i) {
     const DevWeight& dw = dev_weight(*outs[i].w);
-    std::string name;
-    if (profiler_.enabled()) {
-      const std::string& n = outs[i].w->name;
-      name = n.rfind("blk.", 0) == 0 ? n.substr(n.find('.', 4) + 1) : n;
-      if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) name.resize(name.size() - 7);
-    }
-    if (!is_quantized(dw.type)) {
-      flush();
-      OpProfiler::Scope prof(profiler_, fmt::format("matmul {} {} r{}", name, quant::type_name(dw.type), rows),
-                             static_cast<double>(dw.mat_stride));
-      matmul_f(dw, 0, x, rows, outs[i].out, dw.n_out, outs[i].accumulate, stream_);
-      continue;
-    }
+    wrote_cached = wrote_cached || outs[i].out == act_cached_.x;
     if (!group.empty() && (group.size() == 4 || group[0].w->type != dw.type || group[0].w->n_in != dw.n_in)) flush();
     group.push_back(MatmulTarget{&dw, 0, outs[i].out, dw.n_out, outs[i].accumulate});
-    if (profiler_.enabled())
+    if (profiler_.enabled()) {
+      const std::string& n = outs[i].w->name;
+      std::string name = n.rfind("blk.", 0) == 0 ? n.substr(n.find('.', 4) + 1) : n;
+      if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) name.resize(name.size() - 7);
       group_name = group_name.empty() ? fmt::format("matmul {} {} r{}", name, quant::type_name(dw.type), rows)
                                       : group_name + "+" + name;
+    }
     group_bytes += static_cast<double>(dw.mat_stride);
   }
   flush();
+  if (wrote_cached) invalidate_act();
 }
 
 void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows) {
   const DevWeight& g = dev_weight(gate);
   const DevWeight& u = dev_weight(up);
-  if (!is_quantized(g.type) || g.type != u.type || g.n_in != u.n_in || g.n_out != u.n_out) {
+  if (g.type != u.type || g.n_in != u.n_in || g.n_out != u.n_out) {
     Backend::swiglu(gate, up, x, act, rows);
     return;
   }
-  const Q8Act a = quantize(x, rows, g.n_in);
+  const F16Act a = activation(x, rows, g.n_in);
   OpProfiler::Scope prof(profiler_, fmt::format("swiglu gate+up {} r{}", quant::type_name(g.type), rows),
                          static_cast<double>(g.mat_stride + u.mat_stride));
-  invalidate_q8();  // act is written
-  if (!fused_q8_ || g.n_out % 32 != 0) {
-    matmul_q8_swiglu(g, u, a, act, nullptr, nullptr, stream_, splitk_);
-    return;
-  }
-  const Q8Act act_q8 = q8_slot(rows, g.n_out, 1);  // `a` may be slot 0
-  matmul_q8_swiglu(g, u, a, act, &act_q8, q8_counters(static_cast<size_t>(rows * (g.n_out / 32))), stream_,
-                   splitk_);
-  q8_cached_ = {act, act_q8};
+  matmul_swiglu(g, u, a, act, stream_);
+  if (act_cached_.x == act) invalidate_act();
 }
 
 void CudaBackend::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  invalidate_q8();
+  invalidate_act();
   OpProfiler::Scope prof(profiler_, "silu_mul", 0);
   cuda::silu_mul(gate, up, out, n, stream_);
 }
 
 void CudaBackend::gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) {
-  invalidate_q8();
+  invalidate_act();
   OpProfiler::Scope prof(profiler_, "gather_rows", 0);
   int32_t* dev = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(n)));
   to_device(dev, src_rows, static_cast<size_t>(n) * sizeof(int32_t));
@@ -483,7 +472,7 @@ const float* CudaBackend::inv_freq(int n_rot, float theta) {
 
 void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
                                float eps) {
-  invalidate_q8();
+  invalidate_act();
   OpProfiler::Scope prof(profiler_, "qk_norm_rope", 0);
   MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
   cuda::qk_norm_rope(q, k, q_norm.data, k_norm.data, inv_freq(s.n_rot, s.rope_theta), step_, step_.n_rows, s, eps,
@@ -492,7 +481,7 @@ void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const V
 
 void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
                             const AttnShape& s) {
-  invalidate_q8();
+  invalidate_act();
   const int kv_dim = s.n_head_kv * s.head_dim;
   MEMRA_ASSERT(kv_type_ != GgmlType::Q8_0 || kv_dim % 64 == 0, "8-bit KV rows of {} values (SequenceCache checks)",
                kv_dim);
@@ -513,20 +502,13 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
 
 void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
                                    int64_t gate_row_stride, int gate_head_stride) {
-  invalidate_q8();
+  invalidate_act();
   OpProfiler::Scope prof(profiler_, "sigmoid_gate_mul", 0);
-  const int64_t cols = static_cast<int64_t>(n_head) * head_dim;
-  if (!fused_q8_ || cols % 32 != 0) {
-    cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, nullptr, stream_);
-    return;
-  }
-  const Q8Act a = q8_slot(rows, cols);
-  cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, &a, stream_);
-  q8_cached_ = {out, a};
+  cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, stream_);
 }
 
 void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) {
-  invalidate_q8();
+  invalidate_act();
   MEMRA_ASSERT(w.n == static_cast<int64_t>(channels) * kernel);
   cuda::conv1d_silu(layer, x, w.data, out, channels, kernel, step_, stream_);
 }
@@ -534,7 +516,7 @@ void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float*
 void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
                            const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w,
                            float* y, const GdnShape& s, float eps) {
-  invalidate_q8();
+  invalidate_act();
   MEMRA_ASSERT(ssm_a.n == s.n_v && dt_bias.n == s.n_v && norm_w.n == s.d);
   const int channels = s.conv_channels();
   float* conv = scratch(static_cast<size_t>(step_.n_rows) * channels);
@@ -543,15 +525,8 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
     cuda::conv1d_silu(layer, mixed, conv_w.data, conv, channels, s.conv_kernel, step_, stream_);
   }
   OpProfiler::Scope prof(profiler_, "deltanet_core", 0);
-  if (!fused_q8_) {
-    cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, nullptr,
-                        gdn_chunked_, step_, stream_);
-    return;
-  }
-  const Q8Act a = q8_slot(step_.n_rows, static_cast<int64_t>(s.n_v) * s.d);  // d is a multiple of 32
-  cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, &a,
+  cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps,
                       gdn_chunked_, step_, stream_);
-  q8_cached_ = {y, a};
 }
 
 double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwidth(size_t{4} << 30, 9, stream_); }

@@ -75,7 +75,9 @@ class CudaBackend final : public Backend {
   void on_step(const StepPlan& plan) override;
 
  private:
-  Q8Act quantize(const float* x, int64_t rows, int64_t cols);
+  // The f16 form of x (rows x cols) for the matmuls: the one the last rms_norm wrote if x is its
+  // output, else converted now into step scratch.
+  F16Act activation(const float* x, int64_t rows, int64_t cols);
   const float* inv_freq(int n_rot, float theta);
 
   cudaStream_t stream_ = nullptr;
@@ -99,25 +101,18 @@ class CudaBackend final : public Backend {
   bool capturing_ = false;
   void drop_graphs();
   OpProfiler profiler_;
-  // The 8-bit form of the last rms_norm output, kept in a persistent slot until the next op that
-  // could change it: the matmuls reading that output skip their own quantization.
-  struct Q8Cache {
+  // The f16 form of the last rms_norm output, kept in a persistent slot (it lives across the
+  // layer boundary, where step scratch is released) until an op that could change it runs.
+  struct ActCache {
     const float* x = nullptr;
-    Q8Act act;
-  } q8_cached_;
-  bool fused_q8_ = false;     // MEMRA_CUDA_FUSED_Q8
+    F16Act act;
+  } act_cached_;
   bool gdn_chunked_ = false;  // MEMRA_CUDA_GDN_CHUNKED
   GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
-  int splitk_ = 0;                     // MEMRA_CUDA_SPLITK (inexact tier)
-  // Two activation slots: a producer never writes the slot its own input may sit in (the fused
-  // SwiGLU reads slot 0, written by RMSNorm, and writes slot 1).
-  uint8_t* q8_slot_[2] = {nullptr, nullptr};
-  size_t q8_slot_bytes_[2] = {0, 0};
-  unsigned* q8_counters_ = nullptr;  // fused SwiGLU quantization: warps done per block (kernels reset them)
-  size_t q8_counters_n_ = 0;
-  void invalidate_q8() { q8_cached_.x = nullptr; }
-  Q8Act q8_slot(int64_t rows, int64_t cols, int which = 0);
-  unsigned* q8_counters(size_t n);
+  uint8_t* act_slot_ = nullptr;
+  size_t act_slot_bytes_ = 0;
+  void invalidate_act() { act_cached_.x = nullptr; }
+  F16Act act_slot(int64_t rows, int64_t cols);
 };
 
 }  // namespace memra::cuda

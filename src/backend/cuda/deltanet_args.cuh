@@ -7,8 +7,6 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/matmul_order.h"
-#include "backend/cuda/quantize_q8.cuh"
 
 namespace memra::cuda {
 
@@ -22,7 +20,6 @@ struct CoreArgs {
   const float* dt_bias;   // n_v
   const float* norm_w;    // d
   float* y;               // rows x n_v*d
-  Q8Act y_q8;             // y's 8-bit form (quantize_q8.cuh) when y_q8.q is set
   int n_k, n_v;
   GdnHeadMap head_map;
   GdnGateLayout gate_layout;
@@ -44,15 +41,6 @@ __device__ __forceinline__ void gate_inputs(const CoreArgs& p, int64_t row, int 
     b = ba[h % r];
     a = ba[r + h % r];
   }
-}
-
-// Element x (a multiple of 32 plus the lane) of value head h's output at a row, quantized into
-// y_q8 by the warp that holds its block. All 32 lanes call it; no-op without y_q8.
-__device__ __forceinline__ void quantize_output(const CoreArgs& p, int64_t row, int h, int d, int x, float v) {
-  if (!p.y_q8.q) return;
-  const int64_t nb = static_cast<int64_t>(p.n_v) * d / 32;
-  const int64_t b = (static_cast<int64_t>(h) * d + x) / 32;
-  quantize_block_warp(v, p.y_q8.q, p.y_q8.d, p.y_q8.s, row * p.y_q8.slots + slot_of_block(b, nb));
 }
 
 // The key head that value head h reads q and k from.

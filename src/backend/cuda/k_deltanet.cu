@@ -270,7 +270,6 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
           const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
           const float yv = o * inv * nw * silu(zj);
           p.y[row * Y + static_cast<int64_t>(h) * D + tid] = yv;
-          quantize_output(p, row, h, D, tid, yv);
         }
       } else {
         if (tid < TW) p.y[row * Y + static_cast<int64_t>(h) * D + tile * TW + tid] = o;  // raw o for now
@@ -298,7 +297,6 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
         const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
         const float yv = o * inv * nw * silu(zj);
         p.y[at] = yv;
-        quantize_output(p, row0 + t, h, D, tid, yv);
       }
       __syncthreads();  // s_red3 is rewritten by the next row
     }
@@ -342,7 +340,7 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
 
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, const Q8Act* y_q8, bool chunked_prompts, const DeviceStep& step,
+                   float eps, bool chunked_prompts, const DeviceStep& step,
                    cudaStream_t stream) {
   MEMRA_ASSERT(s.n_k > 0 && s.n_v > 0 && s.n_v % s.n_k == 0, "value heads must be a multiple of key heads");
   MEMRA_ASSERT(s.d >= 32 && s.d <= 256 && s.d % 32 == 0, "GDN head size must be a multiple of 32 up to 256");
@@ -363,11 +361,6 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   args.dt_bias = dt_bias;
   args.norm_w = norm_w;
   args.y = y;
-  if (y_q8) {
-    const int64_t cols = static_cast<int64_t>(s.n_v) * s.d;
-    MEMRA_ASSERT(y_q8->rows == step.n_rows && y_q8->cols == cols && y_q8->slots == n_slots(cols / 32));
-    args.y_q8 = *y_q8;
-  }
   args.n_k = s.n_k;
   args.n_v = s.n_v;
   args.head_map = s.head_map;

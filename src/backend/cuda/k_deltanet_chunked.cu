@@ -236,7 +236,6 @@ __global__ void __launch_bounds__(kThreads, 1) deltanet_chunked_kernel(const Cor
         const int64_t at = row * Y + static_cast<int64_t>(h) * D + x;
         const float yv = Q[i * R + x] * inv * p.norm_w[x] * silu(p.z[at]);
         p.y[at] = yv;
-        quantize_output(p, row, h, D, x, yv);
       }
     }
     // ... and the state update (reads K and V', writes only S elements this thread owns).

@@ -1,7 +1,7 @@
 // The 8-bit KV cache row (MEMRA_CUDA_KV=q8_0): kv_dim int8 codes, then one f16 scale per 32
 // consecutive values. Same size as a GGUF Q8_0 row (34 bytes per 32 values), laid out so a lane's
 // 8 codes are contiguous (4-byte aligned when kv_dim % 64 == 0). Values are code * scale: codes
-// round(x * 127 / max|x|) over the block (quantize_q8.cuh's rule), the scale max|x| / 127 rounded
+// round(x * 127 / max|x|) over the block, the scale max|x| / 127 rounded
 // to f16.
 #pragma once
 

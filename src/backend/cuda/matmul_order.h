@@ -1,20 +1,42 @@
-// The canonical reduction order of every matmul kernel (GEMV now, tensor-core GEMM later).
+// The canonical computation of every CUDA matmul, for every row count (1 decode row or 512
+// prompt rows, alone or batched): one kernel family (k_matmul.cu) produces it, so a row's result
+// never depends on how many other rows share the launch, nor on which tile shape ran it.
 //
-// A row of n_in weights is nb = n_in/32 blocks of 32. For output (r, j):
-//   term(b)  = a float value per block b, defined per weight type from EXACT integer block sums
-//              (int8 activations x integer weight codes) and the block scales, with a fixed
-//              sequence of IEEE round-to-nearest float operations (see k_matmul_q8.cu);
-//              float weights: a fused-multiply-add chain over the block's 32 elements in order.
-//   chunks   = 32 contiguous runs of blocks: cs = ceil(nb / 32), chunk c = blocks [c*cs, (c+1)*cs) ∩ [0, nb)
-//              (trailing chunks may be empty).
-//   P_c      = sum of term(b) over chunk c's blocks in increasing b, accumulated from +0.0f.
-//   result   = pairwise tree over P_0 .. P_31 in index order: ((P0+P1)+(P2+P3))+...
-// A warp computes it with lane l holding P_{bitrev5(l)}, then an xor butterfly 16, 8, 4, 2, 1
-// (lane pairs l, l^16 hold adjacent chunks, and so on up the tree). A tile kernel walks the
-// blocks in increasing order (K-sequential), closing chunk c at its last block and folding it
-// into a binary-counter stack that reproduces the same pairwise tree.
-// The order depends on nothing but n_in, so a row's result is the same bits whatever the number
-// of rows in the launch, which kernel computes it, or which other sequences share the step.
+// Activations (act_f16, k_act_f16.cu). Row r of x (n_in floats) is scaled by a power of two and
+// rounded to f16:
+//   e_r   = ilogb(max_k |x_rk|) - 14, clamped to [-100, 113]; 0 for an all-zero or non-finite max
+//   x'_rk = f16_rn(x_rk * 2^-e_r)            (|x'| < 2^15: no f16 overflow, full f16 precision)
+//   s_rb  = x'_r,32b + x'_r,32b+1 + ... + x'_r,32b+31, summed left to right in float (K-quants)
+// e_r depends on row r alone, so the scaling is per sequence and batch-invariant.
+//
+// Weights. Row j's blocks of 32 elements give integer codes c (or f16 values) and float scales:
+//   Q4_0  c = q - 8            D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
+//   Q8_0  c = q                D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
+//   Q4_K  c = q (5-bit: Q5_K)  D_b = dot(c, x')          acc = fma(d*sc_b, D_b, acc)
+//                                                        acc = fma(-(dmin*m_b), s_rb, acc)
+//   Q6_K  c = q - 32           D_b0, D_b1 = dot over each 16-element half
+//                                                        acc = fma(d*sc_b0, D_b0, acc)
+//                                                        acc = fma(d*sc_b1, D_b1, acc)
+//   F16   c = w                D_b = dot(c, x')          acc = acc + D_b
+//   BF16  c = f16(w * 2^-p_b)  D_b = dot(c, x')          acc = fma(2^p_b, D_b, acc)
+//   F32   c = hi + lo, hi = f16(w * 2^-p_b), lo = f16(w * 2^-p_b - hi): D_b = dot(hi, x') + dot(lo, x')
+//                                                        acc = fma(2^p_b, D_b, acc)
+// (d*sc and dmin*m are exact float products: 11-bit times 6- or 7-bit integers.) p_b is the
+// block's exponent chosen at upload (the same rule as e_r over the block's 32 weights of one row).
+// dot() is the tensor core's: mma.sync m16n8k16 with f16 inputs and float accumulation, over
+// elements 0-15 of the block from C = +0, then elements 16-31 with C = that result (Q6_K: each
+// half from +0). Its products are exact and its sum is a fixed function of the 16 product pairs
+// and C: the same instruction on the same operands gives the same bits in any fragment position.
+//
+// Order. acc starts at +0 and takes the blocks of the row in increasing b, one after another
+// (K-sequential, no split, no tree); padding blocks (zero codes, zero activations) add exact
+// zeros. Then result = acc * 2^e_r (exact), and the op's epilogue: out = result,
+// out = out + result (accumulate), or silu(result_gate) * result_up (SwiGLU).
+//
+// The CPU backend computes the same products in float64 from unrounded activations: the
+// difference is the f16 rounding of x' (relative 2^-11 per element) and float accumulation, so
+// |gpu - cpu| <= 2^-10 * sum_k |w_jk x_rk| is the bound the op tests hold (matmul_bound in
+// tests/gpu_test_util.h).
 #pragma once
 
 #include <cstdint>
@@ -27,22 +49,36 @@
 
 namespace memra::cuda {
 
-// Blocks per chunk for a row of nb blocks.
-MEMRA_ORDER_HD constexpr int64_t chunk_blocks(int64_t nb) { return (nb + 31) / 32; }
+// A k-tile is 8 blocks of 32 elements: the unit of the weight layout, of the pipeline, and one
+// K-quant super-block.
+constexpr int kTileK = 256;
+constexpr int kTileBlocks = 8;
+// A row group is the 16 weight rows of one tensor-core m-tile.
+constexpr int kGroupRows = 16;
 
-MEMRA_ORDER_HD constexpr int bitrev5(int x) {
-  return ((x & 1) << 4) | ((x & 2) << 2) | (x & 4) | ((x & 8) >> 2) | ((x & 16) >> 4);
+MEMRA_ORDER_HD constexpr int64_t k_tiles(int64_t n_in) { return (n_in + kTileK - 1) / kTileK; }
+MEMRA_ORDER_HD constexpr int64_t row_groups(int64_t n_out) { return (n_out + kGroupRows - 1) / kGroupRows; }
+
+// The power-of-two exponent of a row (or weight block) whose largest magnitude is `amax`.
+MEMRA_ORDER_HD inline int scale_exponent(float amax) {
+  if (!(amax > 0.0f) || !(amax <= 3.4028234663852886e38f)) return 0;  // zero, NaN or infinite
+  // ilogb without libm: the float's biased exponent (subnormals have ilogb < -126, so clamp).
+  union {
+    float f;
+    uint32_t u;
+  } v{amax};
+  const int biased = static_cast<int>((v.u >> 23) & 0xff);
+  const int e = (biased == 0 ? -127 : biased - 127) - 14;
+  return e < -100 ? -100 : (e > 113 ? 113 : e);
 }
 
-// Storage order. Quantized weight rows and 8-bit activation rows keep their per-block data in
-// "slots": block b = c*cs + u (chunk c, step u) lives in slot u*32 + bitrev5(c). Lane l of a warp
-// owns chunk bitrev5(l), so at step u the 32 lanes read slots u*32 .. u*32+31: one contiguous,
-// fully coalesced piece per load instruction. A row has 32*cs slots (>= nb; the extra ones are
-// zero and never read). Per-super-block data (K-quant scales) stays in natural order.
-MEMRA_ORDER_HD constexpr int64_t n_slots(int64_t nb) { return 32 * chunk_blocks(nb); }
-MEMRA_ORDER_HD constexpr int64_t slot_of_block(int64_t b, int64_t nb) {
-  const int64_t cs = chunk_blocks(nb);
-  return (b % cs) * 32 + bitrev5(static_cast<int>(b / cs));
+// 2^e as a float, for e in [-126, 127].
+MEMRA_ORDER_HD inline float exp2_int(int e) {
+  union {
+    uint32_t u;
+    float f;
+  } v{static_cast<uint32_t>(e + 127) << 23};
+  return v.f;
 }
 
 }  // namespace memra::cuda

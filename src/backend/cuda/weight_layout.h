@@ -1,49 +1,214 @@
-// Device layout of weight matrices. On upload every row is repacked so that each 32-element
-// block's quant bits sit in aligned 16-byte pieces (the GGUF block structs are 18, 34, 144, 176
-// or 210 bytes and would force unaligned loads), with the block's scales in a separate section
-// of the same row. The bytes per row are unchanged (plus padding to 16), so the bandwidth floor
-// is the file's.
+// Device layout of weight matrices: tiles in the order the tensor-core matmul (k_matmul.cu)
+// consumes them. Repacked on the host at upload; the bytes of a quantized type are the file's
+// (no padding besides whole row groups and k-tiles), so the bandwidth floor is the file's.
 //
-// Sections, per row of nb = n_in/32 blocks, ns = n_slots(nb) block slots (matmul_order.h: block
-// b sits in slot slot_of_block(b)), nsb = n_in/256 super-blocks for K-quants (natural order):
-//   Q4_0: qs[ns][16] (Q4_0 nibble order: byte i = elem i | elem i+16 << 4), d f16[ns]
-//   Q8_0: qs[ns][32] int8, d f16[ns]
-//   Q4_K: qs[ns][16] (same nibble order), meta[nsb][16] = {f16 d, f16 dmin, u8 scales[12]}
-//   Q5_K: qs[ns][16], qh[ns] u32 (bit i = 5th bit of elem i), meta[nsb][16]
-//   Q6_K: ql[ns][16] (nibble order), qh[ns][2] u32 (word w: elem 16w+4k+p's 2 bits at bit
-//         8p+2k), sc[ns][2] int8 (elems 0-15, 16-31), d f16[nsb]
-//   F32 / F16 / BF16: the plain row.
-// Types without a device kernel (Q4_1, Q5_x, Q2_K, Q3_K) are converted to F16 on upload.
+// A matrix of n_out rows x n_in columns is cut into row groups of 16 rows (matmul_order.h) and
+// k-tiles of 256 columns, zero-padded at the ends. Tile (row group rg, k-tile kt) of matrix e
+// starts at data + e * mat_stride + rg * group_stride + kt * tile_bytes.
+//
+// Inside a tile, a warp lane l (g = l / 4, t = l % 4) owns rows g and g + 8 (h = 0, 1) of the
+// group and, in each 32-element block b (0..7), the elements 32b + 8p + 2t + s for pair p (0..3)
+// and s (0, 1): exactly the A fragments of two mma.m16n8k16 (pairs 0-1: elements 0-15 of the
+// block, pairs 2-3: elements 16-31). Sections (offsets within the tile):
+//   "pieces" [i][lane][16 bytes]: 512 contiguous bytes per i, so a warp's 16-byte loads of one
+//   piece index are contiguous. Per type:
+//   Q4_0, Q4_K, Q5_K, Q6_K codes (low 4 bits), pieces 0-3: piece i = words
+//       [u(2i, 0), u(2i, 1), u(2i+1, 0), u(2i+1, 1)], u(b, h): bits 4p + 16s = low 4 bits of the
+//       code of element (p, s) of row g + 8h, block b.
+//   Q8_0 codes, pieces 0-7: piece b = words [v(b,0,0), v(b,0,1), v(b,1,0), v(b,1,1)],
+//       v(b, h, q): bytes = int8 codes of elements (2q, 0), (2q, 1), (2q+1, 0), (2q+1, 1).
+//   F16 / BF16 values, pieces 0-15: piece 2b + h = the 4 half2 pairs (p = 0..3) of row g + 8h.
+//       BF16 is stored as f16(w * 2^-p) with a per-(row, block) exponent (matmul_order.h).
+//   F32 values, pieces 0-31: piece 4b + 2 part + h, part 0 = hi, 1 = lo (matmul_order.h).
+//   Q5_K fifth bits, 1 piece at 2048: byte 2b + h, bit 2p + s.
+//   Q6_K high 2 bits, 2 pieces at 2048: piece b / 4, word b % 4, bits 16h + 4p + 2s (+1).
+// Per-row data, indexed by g (a lane loads the 32 bytes of its own g):
+//   Q4_0, Q8_0 scales: [g][b][h] f16, 256 bytes after the codes.
+//   Q4_K, Q5_K meta:   [g][h][16 bytes] = the super-block's {f16 d, f16 dmin, u8 scales[12]}.
+//   Q6_K scales:       [g][h][16] int8 at 3072; d: [g][h] f16 at 3328.
+//   BF16, F32 block exponents: [g][b][h] int8 after the values.
+// Types without a tile format (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, ...) are widened to F16 on upload
+// (the loader says so).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
+#include "backend/cuda/matmul_order.h"
 #include "common/ggml_type.h"
 
 namespace memra::cuda {
 
+// Section geometry of one tile, per device type.
+struct TileFormat {
+  int code_pieces = 0;   // 16-byte pieces per lane holding codes / values
+  int code_bytes = 0;    // 512 * code_pieces
+  int extra_lane_pieces = 0;  // per-lane pieces after the codes (Q5_K, Q6_K high bits)
+  int row_data_off = 0;  // per-row section (indexed by g), 32 bytes per g (16 for exponents)
+  int row_data_bytes = 0;
+  int d_off = 0;         // Q6_K: the f16 d pairs
+  int tile_bytes = 0;
+};
+
+MEMRA_ORDER_HD constexpr TileFormat tile_format(GgmlType t) {
+  TileFormat f;
+  switch (t) {
+    case GgmlType::Q4_0: f = {4, 2048, 0, 2048, 256, 0, 2304}; break;
+    case GgmlType::Q8_0: f = {8, 4096, 0, 4096, 256, 0, 4352}; break;
+    case GgmlType::Q4_K: f = {4, 2048, 0, 2048, 256, 0, 2304}; break;
+    case GgmlType::Q5_K: f = {4, 2048, 1, 2560, 256, 0, 2816}; break;
+    case GgmlType::Q6_K: f = {4, 2048, 2, 3072, 256, 3328, 3360}; break;
+    case GgmlType::F16: f = {16, 8192, 0, 8192, 0, 0, 8192}; break;
+    case GgmlType::BF16: f = {16, 8192, 0, 8192, 128, 0, 8320}; break;
+    case GgmlType::F32: f = {32, 16384, 0, 16384, 128, 0, 16512}; break;
+    default: break;
+  }
+  return f;
+}
+
 struct DevWeight {
-  GgmlType type = GgmlType::F32;  // device type (after any conversion)
+  GgmlType type = GgmlType::F32;       // device type (after any widening)
+  GgmlType file_type = GgmlType::F32;  // the GGUF's type
   int64_t n_in = 0, n_out = 0, n_mat = 1;
-  int64_t nb = 0;           // 32-element blocks per row
-  int64_t ns = 0;           // block slots per row (quantized types), n_slots(nb)
-  size_t row_stride = 0;    // bytes between rows (multiple of 16)
-  size_t mat_stride = 0;    // bytes between matrices
-  uint32_t off_a = 0;       // section offsets within a row (see the table above)
-  uint32_t off_b = 0;
-  uint32_t off_c = 0;
+  int64_t n_kt = 0;          // k-tiles per row
+  int64_t n_rg = 0;          // row groups per matrix
+  int64_t tile_bytes = 0;
+  int64_t group_stride = 0;  // bytes of one row group (n_kt tiles)
+  size_t mat_stride = 0;     // bytes of one matrix (n_rg row groups)
   const uint8_t* data = nullptr;
 };
 
-// Device type a file type is stored as.
+// Device type a file type is stored as (F16 for types without a tile format).
 GgmlType device_type(GgmlType file_type);
 // Fills geometry (not data) for a matrix of `file_type` [n_in, n_out, n_mat].
 DevWeight plan_layout(GgmlType file_type, int64_t n_in, int64_t n_out, int64_t n_mat);
-// Repacks `rows` GGUF rows (file_type) into device layout `w` rows at dst (host memory).
-void repack_rows(const DevWeight& w, GgmlType file_type, const uint8_t* src, int64_t rows, uint8_t* dst);
-// Decodes one device-layout row back to float (tests; and the embedding lookup's reference).
-void unpack_row(const DevWeight& w, const uint8_t* row, float* out);
+// Repacks the 16 GGUF rows of one row group (fewer at the end of a matrix: `rows`, the rest
+// zero) into the group's n_kt tiles at dst (host memory, group_stride bytes).
+void repack_group(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes, int64_t rows, uint8_t* dst);
+// Decodes row j of matrix `mat` (host copy of the device bytes at `data`) to float (tests).
+void unpack_row(const DevWeight& w, const uint8_t* data, int64_t mat, int64_t j, float* out);
+
+// ---- element decode, shared by the host (unpack_row) and the embedding kernel ----
+
+MEMRA_ORDER_HD inline float f16_bits_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {
+    int e = -1;
+    do {
+      man <<= 1;
+      ++e;
+    } while ((man & 0x400u) == 0);
+    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((man & 0x3ffu) << 13);
+  }
+  union {
+    uint32_t u;
+    float f;
+  } v{bits};
+  return v.f;
+}
+
+// Where element (row rho of the group, column k of the k-tile) of a tile lives.
+struct TileSlot {
+  int lane, h, b, p, s;
+};
+MEMRA_ORDER_HD inline TileSlot tile_slot(int rho, int k) {
+  TileSlot q;
+  q.h = rho / 8;
+  q.b = k / 32;
+  q.p = (k % 32) / 8;
+  q.s = k % 2;
+  q.lane = 4 * (rho % 8) + (k % 8) / 2;
+  return q;
+}
+
+MEMRA_ORDER_HD inline uint32_t load_u32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+MEMRA_ORDER_HD inline uint16_t load_u16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | p[1] << 8);
+}
+
+// Q4_K / Q5_K 6-bit scale and min of sub-block j (0..7) from the 12 packed scale bytes.
+MEMRA_ORDER_HD inline void k_scale_min(int j, const uint8_t* q, int& sc, int& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Element (j, k) of matrix `mat` (a pointer to its first byte), decoded exactly as the CPU's
+// dequantize_row does for the quantized types (the embedding lookup must equal the CPU's);
+// F32 gives its hi + lo form.
+MEMRA_ORDER_HD inline float decode_weight(const DevWeight& w, const uint8_t* mat, int64_t j, int64_t k) {
+  const uint8_t* tile = mat + (j / kGroupRows) * w.group_stride + (k / kTileK) * w.tile_bytes;
+  const TileSlot q = tile_slot(static_cast<int>(j % kGroupRows), static_cast<int>(k % kTileK));
+  const int g = q.lane / 4;
+  const TileFormat f = tile_format(w.type);
+  auto nibble = [&]() -> int {
+    const uint8_t* piece = tile + (q.b / 2) * 512 + q.lane * 16;
+    const uint32_t u = load_u32(piece + 4 * (2 * (q.b % 2) + q.h));
+    return static_cast<int>((u >> (4 * q.p + 16 * q.s)) & 0xF);
+  };
+  auto row_f16 = [&](int off) { return f16_bits_to_float(load_u16(tile + off)); };
+  switch (w.type) {
+    case GgmlType::Q4_0: {
+      const float d = row_f16(f.row_data_off + g * 32 + (q.b * 2 + q.h) * 2);
+      return static_cast<float>(nibble() - 8) * d;
+    }
+    case GgmlType::Q8_0: {
+      const uint8_t* piece = tile + q.b * 512 + q.lane * 16 + 8 * q.h + 4 * (q.p / 2);
+      const int code = static_cast<int8_t>(piece[2 * (q.p % 2) + q.s]);
+      return static_cast<float>(code) * row_f16(f.row_data_off + g * 32 + (q.b * 2 + q.h) * 2);
+    }
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K: {
+      const uint8_t* meta = tile + f.row_data_off + g * 32 + q.h * 16;
+      int sc, m;
+      k_scale_min(q.b, meta + 4, sc, m);
+      const float dl = f16_bits_to_float(load_u16(meta)) * static_cast<float>(sc);
+      const float ml = f16_bits_to_float(load_u16(meta + 2)) * static_cast<float>(m);
+      int v = nibble();
+      if (w.type == GgmlType::Q5_K) {
+        const uint8_t hb = tile[2048 + q.lane * 16 + 2 * q.b + q.h];
+        v |= ((hb >> (2 * q.p + q.s)) & 1) << 4;
+      }
+      return dl * static_cast<float>(v) - ml;
+    }
+    case GgmlType::Q6_K: {
+      const uint32_t hw = load_u32(tile + 2048 + (q.b / 4) * 512 + q.lane * 16 + 4 * (q.b % 4));
+      const int v = nibble() | static_cast<int>(((hw >> (16 * q.h + 4 * q.p + 2 * q.s)) & 3) << 4);
+      const int sub = 2 * q.b + q.p / 2;  // the 16-element sub-block of the super-block
+      const int sc = static_cast<int8_t>(tile[3072 + g * 32 + q.h * 16 + sub]);
+      const float d = row_f16(3328 + g * 4 + q.h * 2);
+      return d * static_cast<float>(sc) * static_cast<float>(v - 32);
+    }
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::F32: {
+      const bool f32 = w.type == GgmlType::F32;
+      const int piece_i = f32 ? 4 * q.b + q.h : 2 * q.b + q.h;
+      auto value = [&](int part) {
+        const uint8_t* piece = tile + (piece_i + 2 * part) * 512 + q.lane * 16;
+        return f16_bits_to_float(load_u16(piece + 4 * q.p + 2 * q.s));
+      };
+      if (w.type == GgmlType::F16) return value(0);
+      const int e = static_cast<int8_t>(tile[f.row_data_off + g * 16 + q.b * 2 + q.h]);
+      const float v = f32 ? value(0) + value(1) : value(0);
+      return v * exp2_int(e);
+    }
+    default: return 0.0f;
+  }
+}
 
 }  // namespace memra::cuda

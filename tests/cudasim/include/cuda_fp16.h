@@ -58,5 +58,6 @@ inline uint16_t float_to_half(float f) {
 inline float __half2float(__half h) { return cudasim::half_to_float(h.bits); }
 inline __half __float2half_rn(float f) { return __half{cudasim::float_to_half(f)}; }
 inline __half __ushort_as_half(unsigned short u) { return __half{u}; }
+inline unsigned short __half_as_ushort(__half h) { return h.bits; }
 inline __half2 __halves2half2(__half a, __half b) { return __half2{a, b}; }
 inline float2 __half22float2(__half2 h) { return float2{__half2float(h.x), __half2float(h.y)}; }

@@ -120,6 +120,14 @@ inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 inline int __popc(unsigned x) { return std::popcount(x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 
+// Byte i of the result is byte (s >> 4i) & 7 of the pair {x (bytes 0-3), y (bytes 4-7)}.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t pool = static_cast<uint64_t>(x) | static_cast<uint64_t>(y) << 32;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<unsigned>((pool >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
+  return r;
+}
+
 // Four signed 8-bit products summed into c.
 inline int __dp4a(int a, int b, int c) {
   for (int k = 0; k < 4; ++k)

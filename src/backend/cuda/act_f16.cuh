@@ -1,0 +1,60 @@
+// Writing one activation row in the f16 form of the matmuls (F16Act, kernels.h), by a whole
+// thread block: shared by act_f16 (k_act_f16.cu) and the fused RMSNorm (k_rowwise.cu), so an
+// activation has the same bits whichever kernel produced it.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/matmul_order.h"
+
+namespace memra::cuda {
+
+// Max over a block of blockDim.x threads (a multiple of 32); `shared` needs 32 floats. NaN
+// never wins (fmaxf), so a row's scale ignores NaNs, which then propagate through the products.
+__device__ __forceinline__ float block_max(float v, float* shared) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  return warp_max(lane < n_warps ? shared[lane] : 0.0f);
+}
+
+// Row r (src: its cols floats, readable by every thread; valid == false: a padding row of the
+// last n-tile, written as zeros without reading src).
+__device__ __forceinline__ void write_act_row(const float* src, int64_t r, bool valid, const F16Act& a,
+                                              float* red) {
+  const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
+  const int64_t cols = a.cols;
+  float m = 0.0f;
+  if (valid)
+    for (int64_t i = tid; i < cols; i += nt) m = fmaxf(m, fabsf(src[i]));
+  m = block_max(m, red);
+  const int e = scale_exponent(m);
+  if (tid == 0 && valid) a.exps[r] = e;
+  const float inv = exp2_int(-e);
+  const int64_t n8 = r / 8, g = r % 8;
+  auto code = [&](int64_t k) -> uint16_t {
+    const float v = valid && k < cols ? __fmul_rn(src[k], inv) : 0.0f;
+    return __half_as_ushort(__float2half_rn(v));
+  };
+  for (int64_t idx = tid; idx < a.n_kt * 32; idx += nt) {
+    const int64_t kt = idx / 32, b = (idx / 4) % 8, t = idx % 4;
+    const int64_t k0 = kt * kTileK + 32 * b + 2 * t;
+    uint32_t w[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p)
+      w[p] = static_cast<uint32_t>(code(k0 + 8 * p)) | static_cast<uint32_t>(code(k0 + 8 * p + 1)) << 16;
+    reinterpret_cast<uint4*>(a.frag)[(((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+  for (int64_t idx = tid; idx < a.n_kt * 8; idx += nt) {
+    const int64_t k0 = idx * 32;
+    float s = 0.0f;
+    for (int l = 0; l < 32; ++l) s = __fadd_rn(s, __half2float(__ushort_as_half(code(k0 + l))));
+    a.sums[(n8 * a.n_kt * 8 + idx) * 8 + g] = s;
+  }
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,34 @@
+// act_f16: float activation rows to the f16 form of the matmuls (act_f16.cuh), one block per row.
+#include "backend/cuda/act_f16.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/launch.cuh"
+
+namespace memra::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void __launch_bounds__(kThreads) act_f16_kernel(const float* __restrict__ x, const F16Act a) {
+  pdl_enter();
+  __shared__ float red[32];
+  const int64_t r = blockIdx.x;
+  write_act_row(x + r * a.cols, r, r < a.rows, a, red);
+}
+
+}  // namespace
+
+size_t act_f16_frag_bytes(int64_t rows, int64_t cols) {
+  return static_cast<size_t>((rows + 7) / 8 * 8) * static_cast<size_t>(k_tiles(cols)) * kTileK * 2;
+}
+size_t act_f16_sums_bytes(int64_t rows, int64_t cols) {
+  return static_cast<size_t>((rows + 7) / 8 * 8) * static_cast<size_t>(k_tiles(cols)) * kTileBlocks * 4;
+}
+
+void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {
+  MEMRA_ASSERT(out.n_kt == k_tiles(out.cols) && out.frag && out.sums && out.exps);
+  if (out.rows == 0) return;
+  launch(act_f16_kernel, static_cast<unsigned>((out.rows + 7) / 8 * 8), kThreads, 0, stream, x, out);
+  CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace memra::cuda

@@ -1,0 +1,424 @@
+// The matmul family: weights (any device type, weight_layout.h) times f16 activations (F16Act,
+// k_act_f16.cu) on the tensor cores (mma.sync m16n8k16), for 1 to any number of activation rows,
+// computing matmul_order.h's canonical order: every element walks its row's blocks in order, one
+// tensor-core dot and one or two fused multiply-adds per block. Tile shapes change with the
+// number of rows for speed; the bits never do.
+//
+// Shape. A CTA of W warps owns W * MT row groups (16 weight rows each; SwiGLU: MT/2 of gate and
+// the same MT/2 of up) and NT n-tiles of 8 activation rows, and walks the k-tiles (256 columns)
+// of its rows. Per k-tile, a cp.async pipeline of STAGES stages brings each lane its own pieces
+// of the weight tiles (weight_layout.h: a lane reads only what it copied) and, shared by the
+// CTA, the activation fragments of the k-tile. Weights never change, so under programmatic
+// dependent launch the first stages' weights are requested before waiting for the previous kernel.
+#include <algorithm>
+#include <type_traits>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/launch.cuh"
+#include "backend/cuda/matmul_order.h"
+#include "backend/cuda/matmul_tile_decode.cuh"
+#include "backend/cuda/mma_f16.cuh"
+#include "backend/cuda/weight_layout.h"
+
+namespace memra::cuda {
+namespace {
+
+constexpr int kMaxTargets = 4;
+constexpr int kActTileBytes = kTileBlocks * 8 * 4 * 16;  // one n-tile's fragments of one k-tile: 4 KiB
+constexpr int kSumTileBytes = kTileBlocks * 8 * 4;       // its block sums: 256 bytes
+
+struct Target {
+  const uint8_t* w;   // matrix base (device layout)
+  const uint8_t* up;  // SwiGLU: the up matrix (same geometry)
+  float* out;
+  int64_t out_stride;
+  int64_t n_out;
+  int n_rg;
+  int accumulate;
+};
+
+struct Args {
+  Target t[kMaxTargets];
+  int tile_begin[kMaxTargets + 1];  // first row tile (grid y) of each target
+  int n_targets;
+  int swiglu;
+  int64_t group_stride;
+  int tile_bytes;
+  int n_kt;
+  int64_t rows;         // activation rows
+  const uint8_t* act;   // F16Act fragments
+  const float* sums;
+  const int32_t* exps;
+};
+
+template <GgmlType T, int MT, int NT>
+struct Shape {
+  using S = TileSpec<T>;
+  static constexpr int kWarpStage = MT * S::kPieces * 512;  // one warp's weight pieces per stage
+  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps) { return warps * kWarpStage + NT * (kActTileBytes + (S::kUsesSums ? kSumTileBytes : 0)); }
+};
+
+// SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows).
+template <GgmlType T, int MT, int NT, bool SW, int STAGES>
+__global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
+  using S = TileSpec<T>;
+  using Sh = Shape<T, MT, NT>;
+  MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int n_warps = static_cast<int>(blockDim.x) / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int stage_bytes = Sh::stage_bytes(n_warps);
+  const int act_off = n_warps * Sh::kWarpStage;
+
+  // Which target and row groups this CTA owns.
+  const int tile = static_cast<int>(blockIdx.y);
+  int e = 0;
+  while (tile >= a.tile_begin[e + 1]) ++e;
+  const Target& tg = a.t[e];
+  constexpr int mt_rows = SW ? MT / 2 : MT;  // row groups per warp
+  const int rg0 = (tile - a.tile_begin[e]) * n_warps * mt_rows + warp * mt_rows;
+  const uint8_t* wtile[MT];  // k-tile 0 of each m-tile's row group (nullptr: past the matrix)
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    const int rg = rg0 + (m % mt_rows);
+    const uint8_t* base = (SW && m >= mt_rows) ? tg.up : tg.w;
+    wtile[m] = rg < tg.n_rg ? base + static_cast<int64_t>(rg) * a.group_stride : nullptr;
+  }
+  const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
+  const int64_t n8_rows = (a.rows + 7) / 8;                      // n-tiles that hold rows
+
+  // Activation n-tiles past the last row are never copied: zero them in every stage once.
+  for (int n = 0; n < NT; ++n) {
+    if (n8_0 + n < n8_rows) continue;
+    for (int s = 0; s < STAGES; ++s) {
+      uint4* p = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + n * kActTileBytes);
+      for (int i = tid; i < kActTileBytes / 16; i += blockDim.x) p[i] = make_uint4(0, 0, 0, 0);
+      if constexpr (S::kUsesSums) {
+        uint4* q = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + NT * kActTileBytes + n * kSumTileBytes);
+        for (int i = tid; i < kSumTileBytes / 16; i += blockDim.x) q[i] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  }
+
+  auto issue_weights = [&](int kt) {
+    if (kt >= a.n_kt) return;
+    uint8_t* dst = smem + (kt % STAGES) * stage_bytes + warp * Sh::kWarpStage + lane * 16;
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      if (!wtile[m]) continue;
+      const uint8_t* src = wtile[m] + static_cast<int64_t>(kt) * a.tile_bytes;
+      uint8_t* d = dst + m * S::kPieces * 512;
+#pragma unroll
+      for (int i = 0; i < S::kLanePieces; ++i) cp_async16(d + i * 512, src + i * 512 + lane * 16);
+      constexpr int roff = S::f.row_data_off;
+      if constexpr (S::kRowPieces == 1) {
+        cp_async16(d + S::kLanePieces * 512, src + roff + g * 16);
+      } else if constexpr (S::kRowPieces >= 2) {
+        cp_async16(d + S::kLanePieces * 512, src + roff + g * 32);
+        cp_async16(d + (S::kLanePieces + 1) * 512, src + roff + g * 32 + 16);
+      }
+      if constexpr (S::kRowPieces == 3) cp_async4(d + (S::kLanePieces + 2) * 512, src + S::f.d_off + g * 4);
+    }
+  };
+  auto issue_acts = [&](int kt) {
+    if (kt >= a.n_kt) return;
+    uint8_t* dst = smem + (kt % STAGES) * stage_bytes + act_off;
+    constexpr int kPieces = kActTileBytes / 16;
+    for (int i = tid; i < NT * kPieces; i += blockDim.x) {
+      const int n = i / kPieces;
+      const int64_t n8 = n8_0 + n;
+      if (n8 >= n8_rows) continue;
+      cp_async16(dst + i * 16, a.act + (n8 * a.n_kt + kt) * kActTileBytes + (i % kPieces) * 16);
+    }
+    if constexpr (S::kUsesSums) {
+      constexpr int kSumPieces = kSumTileBytes / 16;
+      for (int i = tid; i < NT * kSumPieces; i += blockDim.x) {
+        const int n = i / kSumPieces;
+        const int64_t n8 = n8_0 + n;
+        if (n8 >= n8_rows) continue;
+        cp_async16(dst + NT * kActTileBytes + i * 16,
+                   reinterpret_cast<const uint8_t*>(a.sums) + (n8 * a.n_kt + kt) * kSumTileBytes + (i % kSumPieces) * 16);
+      }
+    }
+  };
+
+  // Prologue: the weights of the first STAGES-1 k-tiles (before the wait: no kernel writes them),
+  // then their activations; one commit group each (see the wait count below).
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    issue_weights(s);
+    cp_async_commit();
+  }
+  pdl_wait();
+  pdl_launch_dependents();
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    issue_acts(s);
+    cp_async_commit();
+  }
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+
+#pragma unroll 1
+  for (int kt = 0; kt < a.n_kt; ++kt) {
+    // Groups committed so far: 2 (STAGES - 1) + kt; k-tile kt's data is in the one that leaves
+    // STAGES - 2 after it. The barrier then also frees the buffer of k-tile kt - 1 for reuse.
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    issue_weights(kt + STAGES - 1);
+    issue_acts(kt + STAGES - 1);
+    cp_async_commit();
+
+    const uint8_t* stage = smem + (kt % STAGES) * stage_bytes;
+    const uint8_t* wl0 = stage + warp * Sh::kWarpStage + lane * 16;
+    const uint8_t* act = stage + act_off;
+    TileRegs<T> regs[MT];
+#pragma unroll
+    for (int m = 0; m < MT; ++m) load_tile_regs<T>(wl0 + m * S::kPieces * 512, regs[m]);
+
+    auto block = [&](auto bconst) {
+      constexpr int B = decltype(bconst)::value;
+      uint4 bf[NT];
+#pragma unroll
+      for (int n = 0; n < NT; ++n) bf[n] = lds<uint4>(act + (n * kTileBlocks + B) * 512 + lane * 16);
+      [[maybe_unused]] float2 xs[NT];
+      if constexpr (S::kUsesSums) {
+#pragma unroll
+        for (int n = 0; n < NT; ++n) xs[n] = lds<float2>(act + NT * kActTileBytes + (n * kTileBlocks + B) * 32 + 8 * t);
+      }
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const uint8_t* wl = wl0 + m * S::kPieces * 512;
+        BlockFrags fr;
+        BlockScales sc;
+        if constexpr (T == GgmlType::F32) {
+          const uint16_t ee = lds<uint16_t>(wl + S::kLanePieces * 512 + 2 * B);
+          sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
+          sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
+        } else {
+          decode_block<T, B>(wl, regs[m], fr, sc);
+        }
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          float d[4];
+          [[maybe_unused]] float d2[4];
+          if constexpr (T == GgmlType::F32) {
+            decode_block_f32(wl, B, 0, fr);
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+            decode_block_f32(wl, B, 1, fr);
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, d);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+          } else if constexpr (T == GgmlType::Q6_K) {
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d2, fr.a[1], bf[n].z, bf[n].w, zero);
+          } else {
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            [[maybe_unused]] const int h = i >> 1;
+            float& c = acc[m][n][i];
+            if constexpr (T == GgmlType::F16) {
+              c = __fadd_rn(c, d[i]);
+            } else if constexpr (T == GgmlType::Q6_K) {
+              c = __fmaf_rn(sc.s[h], d[i], c);
+              c = __fmaf_rn(sc.s2[h], d2[i], c);
+            } else if constexpr (S::kUsesSums) {
+              c = __fmaf_rn(sc.s[h], d[i], c);
+              c = __fmaf_rn(sc.s2[h], (i & 1) ? xs[n].y : xs[n].x, c);
+            } else {
+              c = __fmaf_rn(sc.s[h], d[i], c);
+            }
+          }
+        }
+      }
+    };
+    block(std::integral_constant<int, 0>{});
+    block(std::integral_constant<int, 1>{});
+    block(std::integral_constant<int, 2>{});
+    block(std::integral_constant<int, 3>{});
+    block(std::integral_constant<int, 4>{});
+    block(std::integral_constant<int, 5>{});
+    block(std::integral_constant<int, 6>{});
+    block(std::integral_constant<int, 7>{});
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: scale by the row exponent, then store / accumulate / SwiGLU.
+#pragma unroll
+  for (int n = 0; n < NT; ++n) {
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+      const int64_t col = (n8_0 + n) * 8 + 2 * t + cc;
+      if (col >= a.rows) continue;
+      const float scale = exp2_int(a.exps[col]);
+      float* orow = tg.out + col * tg.out_stride;
+#pragma unroll
+      for (int m = 0; m < mt_rows; ++m) {
+        const int rg = rg0 + m;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * h;
+          if (j >= tg.n_out) continue;
+          const float v = __fmul_rn(acc[m][n][2 * h + cc], scale);
+          if constexpr (SW) {
+            const float u = __fmul_rn(acc[m + mt_rows][n][2 * h + cc], scale);
+            orow[j] = __fmul_rn(silu(v), u);
+          } else {
+            orow[j] = tg.accumulate ? __fadd_rn(orow[j], v) : v;
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- launch configuration ----
+
+struct Config {
+  int mt, nt, warps;
+};
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
+// Tile shape for `rows` activation rows over `groups` row groups: a performance choice only.
+Config pick_config(int64_t rows, int64_t groups, bool swiglu) {
+  Config c;
+  if (rows <= 8) c = {1, 1, 4};
+  else if (rows <= 16) c = {1, 2, 4};
+  else if (rows <= 32) c = {2, 4, 4};
+  else c = {2, 8, 4};
+  if (swiglu) c.mt = 2;  // one row group of gate and the same of up
+  // Few row groups: fewer warps per CTA so that every SM gets CTAs.
+  const int mt_rows = swiglu ? c.mt / 2 : c.mt;
+  while (c.warps > 1 && groups < static_cast<int64_t>(2) * sm_count() * c.warps * mt_rows) c.warps /= 2;
+  return c;
+}
+
+template <GgmlType T, int MT, int NT>
+constexpr int stages_for() {
+  return NT >= 8 ? 3 : 4;
+}
+
+template <GgmlType T, int MT, int NT, bool SW>
+void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
+  constexpr int kStages = stages_for<T, MT, NT>();
+  auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
+  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps);
+  static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
+  if (smem > configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    configured = smem;
+  }
+  const int64_t seq_tiles = (args.rows + 8 * NT - 1) / (8 * NT);
+  MEMRA_ASSERT(seq_tiles <= 0x7fffffff && row_tiles <= 65535, "matmul: launch too large ({} x {} tiles)", seq_tiles,
+               row_tiles);
+  launch(kernel, dim3(static_cast<unsigned>(seq_tiles), static_cast<unsigned>(row_tiles)), dim3(32 * warps), smem,
+         stream, args);
+}
+
+template <GgmlType T>
+void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStream_t stream) {
+  if (args.swiglu) {
+    if (c.nt == 1) return launch_shape<T, 2, 1, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 2) return launch_shape<T, 2, 2, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 4) return launch_shape<T, 2, 4, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 8) return launch_shape<T, 2, 8, true>(args, c.warps, row_tiles, stream);
+  } else {
+    if (c.mt == 1 && c.nt == 1) return launch_shape<T, 1, 1, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 1 && c.nt == 2) return launch_shape<T, 1, 2, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 2 && c.nt == 4) return launch_shape<T, 2, 4, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
+  }
+  MEMRA_ASSERT(false, "matmul: no kernel for shape {}x{}", c.mt, c.nt);
+}
+
+void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
+  const Config c = pick_config(args.rows, groups_total, args.swiglu != 0);
+  const int mt_rows = args.swiglu ? c.mt / 2 : c.mt;
+  const int64_t per_tile = static_cast<int64_t>(c.warps) * mt_rows;
+  args.tile_begin[0] = 0;
+  for (int i = 0; i < n; ++i) args.tile_begin[i + 1] = args.tile_begin[i] + static_cast<int>((groups[i] + per_tile - 1) / per_tile);
+  for (int i = n; i < kMaxTargets; ++i) args.tile_begin[i + 1] = args.tile_begin[n];
+  args.n_targets = n;
+  const int64_t row_tiles = args.tile_begin[n];
+  switch (type) {
+    case GgmlType::Q4_0: launch_type<GgmlType::Q4_0>(args, c, row_tiles, stream); break;
+    case GgmlType::Q8_0: launch_type<GgmlType::Q8_0>(args, c, row_tiles, stream); break;
+    case GgmlType::Q4_K: launch_type<GgmlType::Q4_K>(args, c, row_tiles, stream); break;
+    case GgmlType::Q5_K: launch_type<GgmlType::Q5_K>(args, c, row_tiles, stream); break;
+    case GgmlType::Q6_K: launch_type<GgmlType::Q6_K>(args, c, row_tiles, stream); break;
+    case GgmlType::F16: launch_type<GgmlType::F16>(args, c, row_tiles, stream); break;
+    case GgmlType::BF16: launch_type<GgmlType::BF16>(args, c, row_tiles, stream); break;
+    case GgmlType::F32: launch_type<GgmlType::F32>(args, c, row_tiles, stream); break;
+    default: MEMRA_ASSERT(false, "matmul: no kernel for this weight type");
+  }
+  CUDA_LAUNCH_CHECK();
+}
+
+Args base_args(const DevWeight& w, const F16Act& x) {
+  MEMRA_ASSERT(x.cols == w.n_in && x.n_kt == w.n_kt, "matmul: activations of {} columns for a weight of {}", x.cols,
+               w.n_in);
+  Args a{};
+  a.group_stride = w.group_stride;
+  a.tile_bytes = static_cast<int>(w.tile_bytes);
+  a.n_kt = static_cast<int>(w.n_kt);
+  a.rows = x.rows;
+  a.act = x.frag;
+  a.sums = x.sums;
+  a.exps = x.exps;
+  return a;
+}
+
+}  // namespace
+
+void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t stream) {
+  MEMRA_ASSERT(n >= 1 && n <= kMaxTargets);
+  if (x.rows == 0) return;
+  const DevWeight& w0 = *targets[0].w;
+  Args a = base_args(w0, x);
+  int64_t groups[kMaxTargets], groups_total = 0;
+  for (int i = 0; i < n; ++i) {
+    const MatmulTarget& t = targets[i];
+    const DevWeight& w = *t.w;
+    MEMRA_ASSERT(w.type == w0.type && w.n_in == w0.n_in && w.group_stride == w0.group_stride,
+                 "matmul: the projections of one launch share type and width");
+    MEMRA_ASSERT(t.mat >= 0 && t.mat < w.n_mat && t.out_stride >= w.n_out);
+    a.t[i] = Target{w.data + w.mat_stride * static_cast<size_t>(t.mat), nullptr, t.out, t.out_stride, w.n_out,
+                    static_cast<int>(w.n_rg), t.accumulate ? 1 : 0};
+    groups[i] = w.n_rg;
+    groups_total += w.n_rg;
+  }
+  a.swiglu = 0;
+  run(a, w0.type, groups_total, groups, n, stream);
+}
+
+void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, float* act, cudaStream_t stream) {
+  MEMRA_ASSERT(gate.type == up.type && gate.n_in == up.n_in && gate.n_out == up.n_out);
+  if (x.rows == 0) return;
+  Args a = base_args(gate, x);
+  a.t[0] = Target{gate.data, up.data, act, gate.n_out, gate.n_out, static_cast<int>(gate.n_rg), 0};
+  a.swiglu = 1;
+  const int64_t groups[1] = {gate.n_rg};
+  run(a, gate.type, gate.n_rg, groups, 1, stream);
+}
+
+}  // namespace memra::cuda

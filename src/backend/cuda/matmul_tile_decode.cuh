@@ -1,0 +1,192 @@
+// Per-type decoding of one lane's share of a weight tile (weight_layout.h) into the A fragments
+// of the two m16n8k16 products of a 32-element block, and the block's epilogue (matmul_order.h).
+// The lane's pieces sit in shared memory at wl + i * 512 (piece i), as k_matmul.cu copies them.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/mma_f16.cuh"
+#include "backend/cuda/weight_layout.h"
+
+namespace memra::cuda {
+
+// 16-byte pieces per lane per k-tile: codes, per-lane extras, then the lane's copy of its rows'
+// data (Q6_K: scales of rows g, g+8, then a piece whose first 4 bytes are the two d values).
+template <GgmlType T>
+struct TileSpec {
+  static constexpr TileFormat f = tile_format(T);
+  static constexpr int kLanePieces = f.code_pieces + f.extra_lane_pieces;
+  static constexpr int kRowPieces = T == GgmlType::F16                              ? 0
+                                    : (T == GgmlType::BF16 || T == GgmlType::F32) ? 1
+                                    : T == GgmlType::Q6_K                         ? 3
+                                                                                   : 2;
+  static constexpr int kPieces = kLanePieces + kRowPieces;
+  static constexpr bool kUsesSums = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
+};
+
+template <typename V>
+__device__ __forceinline__ V lds(const uint8_t* p) {
+  return *reinterpret_cast<const V*>(p);
+}
+
+// Pair p (bits 4p and 16 + 4p) of a nibble word as two f16 values 1024 + code (high bits OR-ed in).
+__device__ __forceinline__ uint32_t nibble_pair(uint32_t u, int p, uint32_t high) {
+  return ((u >> (4 * p)) & 0x000F000Fu) | high | 0x64006400u;
+}
+
+// Bytes 2q, 2q+1 (q = 0, 1) of w, as int8 codes, to two f16 values.
+__device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
+  // w_biased = w ^ 0x80808080: each byte is code + 128; placed under the f16 exponent of 1024.
+  return sub_f16x2(__byte_perm(w_biased, 0x64646464u, q == 0 ? 0x4140u : 0x4342u), 0x64806480u);
+}
+
+// A block's A fragments for both halves (A[0]: elements 0-15, A[1]: 16-31) of one m-tile.
+struct BlockFrags {
+  uint32_t a[2][4];
+};
+
+// The tile state a lane keeps per k-tile and m-tile besides the pieces (decoded once per k-tile).
+template <GgmlType T>
+struct TileRegs {
+  uint4 row[2];  // per-row data pieces (Q4_K/Q5_K meta of rows g, g+8; unused otherwise)
+  uint4 extra[2];
+};
+
+template <GgmlType T>
+__device__ __forceinline__ void load_tile_regs(const uint8_t* wl, TileRegs<T>& r) {
+  using S = TileSpec<T>;
+  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+    r.row[0] = lds<uint4>(wl + S::kLanePieces * 512);
+    r.row[1] = lds<uint4>(wl + (S::kLanePieces + 1) * 512);
+  }
+  if constexpr (T == GgmlType::Q5_K) r.extra[0] = lds<uint4>(wl + 4 * 512);
+  if constexpr (T == GgmlType::Q6_K) {
+    r.extra[0] = lds<uint4>(wl + 4 * 512);
+    r.extra[1] = lds<uint4>(wl + 5 * 512);
+  }
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ int byte_of(const uint4& v, int i) { return static_cast<int>((word_of(v, i / 4) >> (8 * (i % 4))) & 0xFFu); }
+
+// Block scales of rows g (index 0) and g + 8 (index 1): what the epilogue multiplies D by.
+struct BlockScales {
+  float s[2];       // Q4_0, Q8_0: d; K-quants: d*sc; Q6_K: d*sc of elements 0-15; F16: unused
+  float s2[2];      // Q6_K: d*sc of elements 16-31; Q4_K/Q5_K: -(dmin*m)
+};
+
+template <GgmlType T, int B>
+__device__ __forceinline__ void decode_block(const uint8_t* wl, const TileRegs<T>& r, BlockFrags& fr, BlockScales& sc) {
+  using S = TileSpec<T>;
+  if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
+    const uint2 uw = lds<uint2>(wl + (B / 2) * 512 + (B % 2) * 8);
+    const uint32_t u[2] = {uw.x, uw.y};
+    uint32_t hi[2][4] = {};
+    if constexpr (T == GgmlType::Q5_K) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t byte = static_cast<uint32_t>(byte_of(r.extra[0], 2 * B + h));
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          const uint32_t x = byte >> (2 * p);
+          hi[h][p] = ((x & 1u) << 4) | ((x & 2u) << 19);
+        }
+      }
+    }
+    if constexpr (T == GgmlType::Q6_K) {
+      const uint32_t hw = word_of(r.extra[B / 4], B % 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          const uint32_t x = hw >> (16 * h + 4 * p);
+          hi[h][p] = ((x & 3u) << 4) | ((x & 0xCu) << 18);
+        }
+    }
+    constexpr uint32_t kBias = T == GgmlType::Q4_0 ? 0x64086408u : T == GgmlType::Q6_K ? 0x64206420u : 0x64006400u;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      fr.a[half][0] = sub_f16x2(nibble_pair(u[0], 2 * half, hi[0][2 * half]), kBias);
+      fr.a[half][1] = sub_f16x2(nibble_pair(u[1], 2 * half, hi[1][2 * half]), kBias);
+      fr.a[half][2] = sub_f16x2(nibble_pair(u[0], 2 * half + 1, hi[0][2 * half + 1]), kBias);
+      fr.a[half][3] = sub_f16x2(nibble_pair(u[1], 2 * half + 1, hi[1][2 * half + 1]), kBias);
+    }
+  } else if constexpr (T == GgmlType::Q8_0) {
+    const uint4 w = lds<uint4>(wl + B * 512);
+    const uint32_t g0 = w.x ^ 0x80808080u, g1 = w.y ^ 0x80808080u, h0 = w.z ^ 0x80808080u, h1 = w.w ^ 0x80808080u;
+    fr.a[0][0] = int8_pair(g0, 0);
+    fr.a[0][1] = int8_pair(h0, 0);
+    fr.a[0][2] = int8_pair(g0, 1);
+    fr.a[0][3] = int8_pair(h0, 1);
+    fr.a[1][0] = int8_pair(g1, 0);
+    fr.a[1][1] = int8_pair(h1, 0);
+    fr.a[1][2] = int8_pair(g1, 1);
+    fr.a[1][3] = int8_pair(h1, 1);
+  } else if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
+    const uint4 g = lds<uint4>(wl + (2 * B) * 512), h = lds<uint4>(wl + (2 * B + 1) * 512);
+    fr.a[0][0] = g.x;
+    fr.a[0][1] = h.x;
+    fr.a[0][2] = g.y;
+    fr.a[0][3] = h.y;
+    fr.a[1][0] = g.z;
+    fr.a[1][1] = h.z;
+    fr.a[1][2] = g.w;
+    fr.a[1][3] = h.w;
+  }
+
+  // Scales.
+  if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
+    const uint32_t dd = lds<uint32_t>(wl + (S::kLanePieces + B / 4) * 512 + (B % 4) * 4);
+    sc.s[0] = f16_bits_to_float(static_cast<uint16_t>(dd & 0xFFFFu));
+    sc.s[1] = f16_bits_to_float(static_cast<uint16_t>(dd >> 16));
+  } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint4& m = r.row[h];
+      // scales[i] is byte 4 + i of the meta (k_scale_min over the 12 packed bytes).
+      int scv, mv;
+      if (B < 4) {
+        scv = byte_of(m, 4 + B) & 63;
+        mv = byte_of(m, 4 + B + 4) & 63;
+      } else {
+        scv = (byte_of(m, 4 + B + 4) & 0xF) | ((byte_of(m, 4 + B - 4) >> 6) << 4);
+        mv = (byte_of(m, 4 + B + 4) >> 4) | ((byte_of(m, 4 + B) >> 6) << 4);
+      }
+      const float d = f16_bits_to_float(static_cast<uint16_t>(m.x & 0xFFFFu));
+      const float dmin = f16_bits_to_float(static_cast<uint16_t>(m.x >> 16));
+      sc.s[h] = __fmul_rn(d, static_cast<float>(scv));
+      sc.s2[h] = -__fmul_rn(dmin, static_cast<float>(mv));
+    }
+  } else if constexpr (T == GgmlType::Q6_K) {
+    const uint32_t dd = lds<uint32_t>(wl + (S::kLanePieces + 2) * 512);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint16_t scw = lds<uint16_t>(wl + (S::kLanePieces + h) * 512 + 2 * B);
+      const float d = f16_bits_to_float(static_cast<uint16_t>(dd >> (16 * h)));
+      sc.s[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw & 0xFF)));
+      sc.s2[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw >> 8)));
+    }
+  } else if constexpr (T == GgmlType::BF16 || T == GgmlType::F32) {
+    const uint16_t ee = lds<uint16_t>(wl + S::kLanePieces * 512 + 2 * B);
+    sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
+    sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
+  }
+}
+
+// F32: the hi and lo fragments of block B (four products chained).
+__device__ __forceinline__ void decode_block_f32(const uint8_t* wl, int B, int part, BlockFrags& fr) {
+  const uint4 g = lds<uint4>(wl + (4 * B + 2 * part) * 512), h = lds<uint4>(wl + (4 * B + 2 * part + 1) * 512);
+  fr.a[0][0] = g.x;
+  fr.a[0][1] = h.x;
+  fr.a[0][2] = g.y;
+  fr.a[0][3] = h.y;
+  fr.a[1][0] = g.z;
+  fr.a[1][1] = h.z;
+  fr.a[1][2] = g.w;
+  fr.a[1][3] = h.w;
+}
+
+}  // namespace memra::cuda

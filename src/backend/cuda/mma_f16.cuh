@@ -1,0 +1,104 @@
+// The warp-level tensor-core and async-copy instructions the matmul family uses, as inline
+// functions: PTX on the GPU, and on the CPU emulation (tests/cudasim) a C++ model of the same
+// data movement. The emulated mma computes each element's dot in double and rounds once: a fixed
+// function of the element's own operands, as the hardware's is, but not the hardware's bits.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cuda/common.cuh"
+
+namespace memra::cuda {
+
+// D = A(16x16 f16, row) * B(16x8 f16, col) + C (float). Fragments of lane (g = lane/4, t = lane%4):
+// a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..];
+// b0 = B[2t..2t+1][g], b1 = B[2t+8..][g]; c0, c1 = C[g][2t], C[g][2t+1]; c2, c3 = C[g+8][2t..].
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1,
+                                          const float (&c)[4]) {
+#ifdef MEMRA_CUDASIM
+  // One warp's operands meet in a per-warp slot of a static table (blocks run one at a time).
+  struct Slot {
+    uint32_t a[32][4], b[32][2];
+  };
+  static Slot slots[32];
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  Slot& s = slots[warp];
+  for (int i = 0; i < 4; ++i) s.a[lane][i] = a[i];
+  s.b[lane][0] = b0;
+  s.b[lane][1] = b1;
+  __syncwarp();
+  auto half_of = [](uint32_t word, int k) { return cudasim::half_to_float(static_cast<uint16_t>(word >> (16 * (k & 1)))); };
+  auto A = [&](int i, int k) { return half_of(s.a[(i % 8) * 4 + (k % 8) / 2][(i >= 8) + 2 * (k >= 8)], k); };
+  auto B = [&](int k, int j) { return half_of(s.b[j * 4 + (k % 8) / 2][k >= 8], k); };
+  const int g = lane / 4, t = lane % 4;
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    const int i = g + 8 * (e >> 1), j = 2 * t + (e & 1);
+    double acc = c[e];
+    for (int k = 0; k < 16; ++k) acc += static_cast<double>(A(i, k)) * static_cast<double>(B(k, j));
+    out[e] = static_cast<float>(acc);
+  }
+  __syncwarp();
+  for (int e = 0; e < 4; ++e) d[e] = out[e];
+#else
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%10,%11,%12,%13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#endif
+}
+
+// Two f16 lanes minus two f16 constants (exact here: small integers).
+__device__ __forceinline__ uint32_t sub_f16x2(uint32_t x, uint32_t k) {
+#ifdef MEMRA_CUDASIM
+  uint32_t r = 0;
+  for (int h = 0; h < 2; ++h) {
+    const float v = cudasim::half_to_float(static_cast<uint16_t>(x >> (16 * h))) -
+                    cudasim::half_to_float(static_cast<uint16_t>(k >> (16 * h)));
+    r |= static_cast<uint32_t>(cudasim::float_to_half(v)) << (16 * h);
+  }
+  return r;
+#else
+  uint32_t r;
+  asm("sub.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(x), "r"(k));
+  return r;
+#endif
+}
+
+// ---- asynchronous global -> shared copies (cp.async, sm_80+) ----
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+#ifdef MEMRA_CUDASIM
+  std::memcpy(dst, src, 16);
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+               "l"(src));
+#endif
+}
+
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+#ifdef MEMRA_CUDASIM
+  std::memcpy(dst, src, 4);
+#else
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+               "l"(src));
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#ifndef MEMRA_CUDASIM
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most N of this thread's committed copy groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#ifndef MEMRA_CUDASIM
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+}  // namespace memra::cuda
