@@ -36,18 +36,25 @@ __device__ __forceinline__ void write_act_row(const float* src, int64_t r, bool 
   if (tid == 0 && valid) a.exps[r] = e;
   const float inv = exp2_int(-e);
   const int64_t n8 = r / 8, g = r % 8;
-  auto code = [&](int64_t k) -> uint16_t {
-    const float v = valid && k < cols ? __fmul_rn(src[k], inv) : 0.0f;
-    return __half_as_ushort(__float2half_rn(v));
+  auto scaled = [&](int64_t k) { return valid && k < cols ? __fmul_rn(src[k], inv) : 0.0f; };
+  auto code = [&](int64_t k) -> uint16_t { return __half_as_ushort(__float2half_rn(scaled(k))); };
+  // x' - hi is exact in float (hi is x' rounded to 11 bits); lo is its f16 rounding.
+  auto code_lo = [&](int64_t k) -> uint16_t {
+    const float v = scaled(k);
+    return __half_as_ushort(__float2half_rn(__fsub_rn(v, __half2float(__float2half_rn(v)))));
   };
   for (int64_t idx = tid; idx < a.n_kt * 32; idx += nt) {
     const int64_t kt = idx / 32, b = (idx / 4) % 8, t = idx % 4;
     const int64_t k0 = kt * kTileK + 32 * b + 2 * t;
-    uint32_t w[4];
+    const int64_t at = (((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t;
+    uint32_t w[4], lo[4];
 #pragma unroll
-    for (int p = 0; p < 4; ++p)
+    for (int p = 0; p < 4; ++p) {
       w[p] = static_cast<uint32_t>(code(k0 + 8 * p)) | static_cast<uint32_t>(code(k0 + 8 * p + 1)) << 16;
-    reinterpret_cast<uint4*>(a.frag)[(((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t] = make_uint4(w[0], w[1], w[2], w[3]);
+      lo[p] = static_cast<uint32_t>(code_lo(k0 + 8 * p)) | static_cast<uint32_t>(code_lo(k0 + 8 * p + 1)) << 16;
+    }
+    reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
   for (int64_t idx = tid; idx < a.n_kt * 8; idx += nt) {
     const int64_t k0 = idx * 32;

@@ -331,6 +331,7 @@ F16Act CudaBackend::activation(const float* x, int64_t rows, int64_t cols) {
   a.cols = cols;
   a.n_kt = k_tiles(cols);
   a.frag = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
+  a.frag_lo = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
   a.sums = scratch(act_f16_sums_bytes(rows, cols) / sizeof(float));
   a.exps = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
   act_f16(x, a, stream_);
@@ -357,7 +358,7 @@ void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t 
 F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   const size_t frag = (act_f16_frag_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
   const size_t sums = (act_f16_sums_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
-  const size_t need = frag + sums + static_cast<size_t>(rows) * 4;
+  const size_t need = 2 * frag + sums + static_cast<size_t>(rows) * 4;
   if (need > act_slot_bytes_) {
     MEMRA_ASSERT(!capturing_, "activation slot grew during graph capture");
     drop_graphs();  // recorded steps write the old slot
@@ -370,8 +371,9 @@ F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   a.cols = cols;
   a.n_kt = k_tiles(cols);
   a.frag = act_slot_;
-  a.sums = reinterpret_cast<float*>(act_slot_ + frag);
-  a.exps = reinterpret_cast<int32_t*>(act_slot_ + frag + sums);
+  a.frag_lo = act_slot_ + frag;
+  a.sums = reinterpret_cast<float*>(act_slot_ + 2 * frag);
+  a.exps = reinterpret_cast<int32_t*>(act_slot_ + 2 * frag + sums);
   return a;
 }
 

@@ -25,7 +25,7 @@ size_t act_f16_sums_bytes(int64_t rows, int64_t cols) {
 }
 
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {
-  MEMRA_ASSERT(out.n_kt == k_tiles(out.cols) && out.frag && out.sums && out.exps);
+  MEMRA_ASSERT(out.n_kt == k_tiles(out.cols) && out.frag && out.frag_lo && out.sums && out.exps);
   if (out.rows == 0) return;
   launch(act_f16_kernel, static_cast<unsigned>((out.rows + 7) / 8 * 8), kThreads, 0, stream, x, out);
   CUDA_LAUNCH_CHECK();

@@ -48,6 +48,7 @@ struct Args {
   int n_kt;
   int64_t rows;         // activation rows
   const uint8_t* act;   // F16Act fragments
+  const uint8_t* act_lo;
   const float* sums;
   const int32_t* exps;
 };
@@ -56,7 +57,10 @@ template <GgmlType T, int MT, int NT>
 struct Shape {
   using S = TileSpec<T>;
   static constexpr int kWarpStage = MT * S::kPieces * 512;  // one warp's weight pieces per stage
-  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps) { return warps * kWarpStage + NT * (kActTileBytes + (S::kUsesSums ? kSumTileBytes : 0)); }
+  static constexpr int kActBytes = NT * kActTileBytes * (S::kUsesLo ? 2 : 1);  // hi tiles, then lo tiles
+  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps) {
+    return warps * kWarpStage + kActBytes + (S::kUsesSums ? NT * kSumTileBytes : 0);
+  }
 };
 
 // SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows).
@@ -92,12 +96,13 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
   for (int n = 0; n < NT; ++n) {
     if (n8_0 + n < n8_rows) continue;
     for (int s = 0; s < STAGES; ++s) {
-      uint4* p = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + n * kActTileBytes);
-      for (int i = tid; i < kActTileBytes / 16; i += blockDim.x) p[i] = make_uint4(0, 0, 0, 0);
-      if constexpr (S::kUsesSums) {
-        uint4* q = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + NT * kActTileBytes + n * kSumTileBytes);
-        for (int i = tid; i < kSumTileBytes / 16; i += blockDim.x) q[i] = make_uint4(0, 0, 0, 0);
-      }
+      uint8_t* st = smem + s * stage_bytes + act_off;
+      auto zero = [&](uint8_t* p, int bytes) {
+        for (int i = tid; i < bytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(p)[i] = make_uint4(0, 0, 0, 0);
+      };
+      zero(st + n * kActTileBytes, kActTileBytes);
+      if constexpr (S::kUsesLo) zero(st + (NT + n) * kActTileBytes, kActTileBytes);
+      if constexpr (S::kUsesSums) zero(st + Sh::kActBytes + n * kSumTileBytes, kSumTileBytes);
     }
   }
 
@@ -129,7 +134,9 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
       const int n = i / kPieces;
       const int64_t n8 = n8_0 + n;
       if (n8 >= n8_rows) continue;
-      cp_async16(dst + i * 16, a.act + (n8 * a.n_kt + kt) * kActTileBytes + (i % kPieces) * 16);
+      const int64_t src = (n8 * a.n_kt + kt) * kActTileBytes + (i % kPieces) * 16;
+      cp_async16(dst + i * 16, a.act + src);
+      if constexpr (S::kUsesLo) cp_async16(dst + NT * kActTileBytes + i * 16, a.act_lo + src);
     }
     if constexpr (S::kUsesSums) {
       constexpr int kSumPieces = kSumTileBytes / 16;
@@ -137,7 +144,7 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
         const int n = i / kSumPieces;
         const int64_t n8 = n8_0 + n;
         if (n8 >= n8_rows) continue;
-        cp_async16(dst + NT * kActTileBytes + i * 16,
+        cp_async16(dst + Sh::kActBytes + i * 16,
                    reinterpret_cast<const uint8_t*>(a.sums) + (n8 * a.n_kt + kt) * kSumTileBytes + (i % kSumPieces) * 16);
       }
     }
@@ -179,19 +186,23 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
     const uint8_t* stage = smem + (kt % STAGES) * stage_bytes;
     const uint8_t* wl0 = stage + warp * Sh::kWarpStage + lane * 16;
     const uint8_t* act = stage + act_off;
-    TileRegs<T> regs[MT];
+    TileRegs<T> regs[MT] = {};
 #pragma unroll
     for (int m = 0; m < MT; ++m) load_tile_regs<T>(wl0 + m * S::kPieces * 512, regs[m]);
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
       uint4 bf[NT];
+      [[maybe_unused]] uint4 bl[NT];
 #pragma unroll
-      for (int n = 0; n < NT; ++n) bf[n] = lds<uint4>(act + (n * kTileBlocks + B) * 512 + lane * 16);
+      for (int n = 0; n < NT; ++n) {
+        bf[n] = lds<uint4>(act + (n * kTileBlocks + B) * 512 + lane * 16);
+        if constexpr (S::kUsesLo) bl[n] = lds<uint4>(act + NT * kActTileBytes + (n * kTileBlocks + B) * 512 + lane * 16);
+      }
       [[maybe_unused]] float2 xs[NT];
       if constexpr (S::kUsesSums) {
 #pragma unroll
-        for (int n = 0; n < NT; ++n) xs[n] = lds<float2>(act + NT * kActTileBytes + (n * kTileBlocks + B) * 32 + 8 * t);
+        for (int n = 0; n < NT; ++n) xs[n] = lds<float2>(act + Sh::kActBytes + (n * kTileBlocks + B) * 32 + 8 * t);
       }
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
@@ -210,13 +221,20 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
           const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
           float d[4];
           [[maybe_unused]] float d2[4];
-          if constexpr (T == GgmlType::F32) {
+          if constexpr (T == GgmlType::F32) {  // w_hi x_hi, w_hi x_lo, w_lo x_hi
             decode_block_f32(wl, B, 0, fr);
             mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
             mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+            mma_16816(d, fr.a[0], bl[n].x, bl[n].y, d);
+            mma_16816(d, fr.a[1], bl[n].z, bl[n].w, d);
             decode_block_f32(wl, B, 1, fr);
             mma_16816(d, fr.a[0], bf[n].x, bf[n].y, d);
             mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+          } else if constexpr (S::kUsesLo) {  // F16, BF16: w x_hi, w x_lo
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+            mma_16816(d, fr.a[0], bl[n].x, bl[n].y, d);
+            mma_16816(d, fr.a[1], bl[n].z, bl[n].w, d);
           } else if constexpr (T == GgmlType::Q6_K) {
             mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
             mma_16816(d2, fr.a[1], bf[n].z, bf[n].w, zero);
@@ -313,14 +331,16 @@ Config pick_config(int64_t rows, int64_t groups, bool swiglu) {
   return c;
 }
 
-template <GgmlType T, int MT, int NT>
-constexpr int stages_for() {
-  return NT >= 8 ? 3 : 4;
+// Pipeline depth: 4 k-tiles in flight, 3 at 8 n-tiles; the float types' wide tiles take one
+// stage less from 4 n-tiles on (run() sizes the CTA for it).
+constexpr int stages_for(GgmlType t, int nt) {
+  const bool wide = t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32;
+  return wide ? (nt >= 8 ? 2 : nt >= 4 ? 3 : 4) : (nt >= 8 ? 3 : 4);
 }
 
 template <GgmlType T, int MT, int NT, bool SW>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
-  constexpr int kStages = stages_for<T, MT, NT>();
+  constexpr int kStages = stages_for(T, NT);
   auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
   const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps);
   static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
@@ -351,8 +371,34 @@ void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStrea
   MEMRA_ASSERT(false, "matmul: no kernel for shape {}x{}", c.mt, c.nt);
 }
 
+// 16-byte pieces per lane per k-tile of a device type (TileSpec<T>::kPieces at run time).
+int pieces_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: return TileSpec<GgmlType::Q4_0>::kPieces;
+    case GgmlType::Q8_0: return TileSpec<GgmlType::Q8_0>::kPieces;
+    case GgmlType::Q4_K: return TileSpec<GgmlType::Q4_K>::kPieces;
+    case GgmlType::Q5_K: return TileSpec<GgmlType::Q5_K>::kPieces;
+    case GgmlType::Q6_K: return TileSpec<GgmlType::Q6_K>::kPieces;
+    case GgmlType::F16: return TileSpec<GgmlType::F16>::kPieces;
+    case GgmlType::BF16: return TileSpec<GgmlType::BF16>::kPieces;
+    case GgmlType::F32: return TileSpec<GgmlType::F32>::kPieces;
+    default: MEMRA_ASSERT(false, "matmul: no kernel for this weight type");
+  }
+  return 0;
+}
+
 void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
-  const Config c = pick_config(args.rows, groups_total, args.swiglu != 0);
+  Config c = pick_config(args.rows, groups_total, args.swiglu != 0);
+  // The wide float types need fewer warps per CTA for their stages to fit in shared memory.
+  constexpr int kSmemBudget = 227 << 10;  // the sm_90 per-block limit
+  const int stages = stages_for(type, c.nt);
+  auto smem = [&](int warps) {
+    const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
+    const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+    return stages * (warps * c.mt * pieces_of(type) * 512 + c.nt * (kActTileBytes * (lo ? 2 : 1) + (sums ? kSumTileBytes : 0)));
+  };
+  while (c.warps > 1 && smem(c.warps) > kSmemBudget) c.warps /= 2;
+  MEMRA_ASSERT(smem(c.warps) <= kSmemBudget, "matmul: {} bytes of shared memory for one warp", smem(c.warps));
   const int mt_rows = args.swiglu ? c.mt / 2 : c.mt;
   const int64_t per_tile = static_cast<int64_t>(c.warps) * mt_rows;
   args.tile_begin[0] = 0;
@@ -383,6 +429,7 @@ Args base_args(const DevWeight& w, const F16Act& x) {
   a.n_kt = static_cast<int>(w.n_kt);
   a.rows = x.rows;
   a.act = x.frag;
+  a.act_lo = x.frag_lo;
   a.sums = x.sums;
   a.exps = x.exps;
   return a;

@@ -15,15 +15,18 @@ namespace memra::cuda {
 // Row r of x, scaled by 2^-exps[r] and rounded to f16, in the tensor-core B-fragment order:
 // frag[n8][kt][b][g][t] is 16 bytes = the 4 half2 pairs (p = 0..3) of elements
 // kt*256 + 32b + 8p + 2t + {0, 1} of row 8*n8 + g. sums[n8][kt][b][g] is the left-to-right float
-// sum of the block's 32 f16 values (the K-quants' min term). Rows are padded with zeros to whole
-// n-tiles of 8 and columns to whole k-tiles of 256.
+// sum of the block's 32 f16 values (the K-quants' min term). frag_lo (same layout) holds the
+// f16 rounding of what frag leaves out (x' - hi), which the float weight types also multiply, so
+// their products see ~22 bits of each activation. Rows are padded with zeros to whole n-tiles of
+// 8 and columns to whole k-tiles of 256.
 struct F16Act {
   uint8_t* frag = nullptr;
+  uint8_t* frag_lo = nullptr;
   float* sums = nullptr;
   int32_t* exps = nullptr;
   int64_t rows = 0, cols = 0, n_kt = 0;
 };
-// Bytes of each array for rows x cols.
+// Bytes of each array for rows x cols (frag_lo: as frag).
 size_t act_f16_frag_bytes(int64_t rows, int64_t cols);
 size_t act_f16_sums_bytes(int64_t rows, int64_t cols);
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream);

@@ -17,15 +17,18 @@
 //   Q6_K  c = q - 32           D_b0, D_b1 = dot over each 16-element half
 //                                                        acc = fma(d*sc_b0, D_b0, acc)
 //                                                        acc = fma(d*sc_b1, D_b1, acc)
-//   F16   c = w                D_b = dot(c, x')          acc = acc + D_b
-//   BF16  c = f16(w * 2^-p_b)  D_b = dot(c, x')          acc = fma(2^p_b, D_b, acc)
-//   F32   c = hi + lo, hi = f16(w * 2^-p_b), lo = f16(w * 2^-p_b - hi): D_b = dot(hi, x') + dot(lo, x')
-//                                                        acc = fma(2^p_b, D_b, acc)
+//   F16   c = w                D_b = dot(c, x') + dot(c, x'lo)         acc = acc + D_b
+//   BF16  c = f16(w * 2^-p_b)  D_b = dot(c, x') + dot(c, x'lo)         acc = fma(2^p_b, D_b, acc)
+//   F32   c = hi + lo, hi = f16(w * 2^-p_b), lo = f16(w * 2^-p_b - hi):
+//                              D_b = dot(hi, x') + dot(hi, x'lo) + dot(lo, x')
+//                                                                     acc = fma(2^p_b, D_b, acc)
+// where x'lo = f16_rn(x * 2^-e_r - x'): the float types see ~22 bits of each activation (their
+// weights carry more than the 11 bits x' keeps; quantized codes do not, and x' alone serves them).
 // (d*sc and dmin*m are exact float products: 11-bit times 6- or 7-bit integers.) p_b is the
 // block's exponent chosen at upload (the same rule as e_r over the block's 32 weights of one row).
 // dot() is the tensor core's: mma.sync m16n8k16 with f16 inputs and float accumulation, over
 // elements 0-15 of the block from C = +0, then elements 16-31 with C = that result (Q6_K: each
-// half from +0). Its products are exact and its sum is a fixed function of the 16 product pairs
+// half from +0); a sum of dots continues the same chain in the order written. Its products are exact and its sum is a fixed function of the 16 product pairs
 // and C: the same instruction on the same operands gives the same bits in any fragment position.
 //
 // Order. acc starts at +0 and takes the blocks of the row in increasing b, one after another
@@ -34,9 +37,9 @@
 // out = out + result (accumulate), or silu(result_gate) * result_up (SwiGLU).
 //
 // The CPU backend computes the same products in float64 from unrounded activations: the
-// difference is the f16 rounding of x' (relative 2^-11 per element) and float accumulation, so
-// |gpu - cpu| <= 2^-10 * sum_k |w_jk x_rk| is the bound the op tests hold (matmul_bound in
-// tests/gpu_test_util.h).
+// difference is the f16 rounding of x' (relative 2^-11 per element; ~2^-22 for the float types)
+// and float accumulation, so |gpu - cpu| <= 2^-10 * sum_k |w_jk x_rk| is the bound the op tests
+// hold for every type (tests/gpu_matmul_test.cpp), 2^-20 for the float types.
 #pragma once
 
 #include <cstdint>

@@ -23,6 +23,8 @@ struct TileSpec {
                                                                                    : 2;
   static constexpr int kPieces = kLanePieces + kRowPieces;
   static constexpr bool kUsesSums = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
+  // Float weights also multiply the activations' low f16 parts (F16Act::frag_lo).
+  static constexpr bool kUsesLo = T == GgmlType::F16 || T == GgmlType::BF16 || T == GgmlType::F32;
 };
 
 template <typename V>

@@ -130,7 +130,6 @@ void read_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, std::vect
   }
 }
 
-void put_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 void or_u32(uint8_t* p, uint32_t v) {
   uint32_t o;
   std::memcpy(&o, p, 4);
