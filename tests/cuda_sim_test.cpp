@@ -119,6 +119,48 @@ TEST(CudaSimRuntime, DynamicSharedMemoryNeedsTheAttributeAbove48K) {
   cudaFree(d);
 }
 
+// A cluster of 4 blocks along y: each writes its rank into its shared memory, and after the
+// cluster barrier reads its neighbour's through the cluster mapping.
+__global__ void cluster_kernel(int* out) {
+  int* smem = static_cast<int*>(::cudasim::dynamic_smem());
+  const int rank = ::cudasim::cluster_rank();
+  smem[threadIdx.x] = 100 * rank + static_cast<int>(threadIdx.x);
+  ::cudasim::sync_cluster();
+  const int* other = static_cast<int*>(::cudasim::cluster_map(smem, (rank + 1) % 4));
+  out[(blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x] = other[threadIdx.x] + 1000 * rank;
+  ::cudasim::sync_cluster();
+}
+
+TEST(CudaSimRuntime, ClustersRunTogetherAndShareMemory) {
+  int* d = nullptr;
+  const int n = 2 * 8 * 32;
+  cudaMalloc(&d, n * sizeof(int));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(2, 8);
+  cfg.blockDim = dim3(32);
+  cfg.dynamicSmemBytes = 32 * sizeof(int);
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 1;
+  attr.val.clusterDim.y = 4;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  ASSERT_EQ(cudaLaunchKernelEx(&cfg, cluster_kernel, d), cudaSuccess);
+  std::vector<int> out(n);
+  cudaMemcpy(out.data(), d, n * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 2; ++x)
+      for (int t = 0; t < 32; ++t) {
+        const int rank = y % 4;
+        EXPECT_EQ(out[(y * 2 + x) * 32 + t], 100 * ((rank + 1) % 4) + t + 1000 * rank) << x << "," << y << "," << t;
+      }
+  attr.val.clusterDim.y = 3;  // does not divide the grid
+  EXPECT_EQ(cudaLaunchKernelEx(&cfg, cluster_kernel, d), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  cudaFree(d);
+}
+
 // Half the block waits at __syncthreads while the other half waits in a warp collective that
 // names the first half's lanes: on a GPU this hangs; the emulation stops with a message.
 __global__ void deadlock_kernel() {

@@ -96,7 +96,8 @@ TEST(GpuMatmul, MatchesCpuWithinTheF16Bound) {
   // (n_in, n_out): Qwen3.5-9B's attn_qkv and ffn_down widths, cut in n_out to keep the CPU fast;
   // then a partial k-tile and a partial row group.
   std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 160}, {12288, 48}, {2304, 100}};
-  if (emulated()) shapes = {{512, 40}};
+  // On the emulation: 2, 8 and 5 k-tiles, so 1, 4 and 2 K segments (matmul_order.h).
+  if (emulated()) shapes = {{512, 40}, {2048, 24}, {1280, 20}};
   for (GgmlType t : kTypes) {
     for (auto [n_in, n_out] : shapes) {
       if (n_in % 256 && quant::type_info(t).block_elems == 256) continue;
@@ -141,7 +142,7 @@ TEST(GpuMatmul, AccumulateAddsIntoOutput) {
 // launch, through every tile shape (1 to 8 n-tiles per CTA, one or several CTAs of rows).
 TEST(GpuMatmul, RowsAreBitIdenticalWhateverTheBatch) {
   MEMRA_GPU_OR_SKIP(gpu);
-  const int64_t n_in = emulated() ? 512 : 4096, n_out = emulated() ? 48 : 512, n_rows = 70;
+  const int64_t n_in = emulated() ? 2048 : 4096, n_out = emulated() ? 48 : 512, n_rows = 70;
   for (GgmlType t : kTypes) {
     HostWeight w = make_weight(t, n_in, n_out, 21);
     auto x = test::normal_floats(static_cast<size_t>(n_rows * n_in), 1.0f, 22);
@@ -163,7 +164,7 @@ TEST(GpuMatmul, RowsAreBitIdenticalWhateverTheBatch) {
 TEST(GpuMatmul, FusedLaunchesMatchSeparateOnes) {
   MEMRA_GPU_OR_SKIP(gpu);
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0}) {
-    const int64_t n_in = emulated() ? 512 : 2048, n_ff = emulated() ? 64 : 512;
+    const int64_t n_in = emulated() ? 1024 : 2048, n_ff = emulated() ? 64 : 512;
     for (int64_t rows : {3, 20}) {
       HostWeight a = make_weight(t, n_in, 256, 31), b = make_weight(t, n_in, 64, 32), c = make_weight(t, n_in, 8, 33);
       WeightRef wa = a.ref, wb = b.ref, wc = c.ref;

@@ -1,7 +1,7 @@
-// cudasim: one thread block at a time, its threads as fibers on the calling host
-// thread. A fiber runs until it reaches a barrier or a warp collective, then the next ready one
-// runs; a barrier opens when every live thread of the block (or every lane of the mask) is
-// there. Misuse that hangs or is undefined on the GPU stops the process with a message: a
+// cudasim: one thread block at a time (one cluster of blocks, for a launch with clusters), its
+// threads as fibers on the calling host thread. A fiber runs until it reaches a barrier or a warp
+// collective, then the next ready one runs; a barrier opens when every live thread of the block
+// (of the cluster, for a cluster barrier; every lane of the mask, for a collective) is there. Misuse that hangs or is undefined on the GPU stops the process with a message: a
 // collective whose lanes are not all present, a lane that exits while its warp waits for it,
 // threads that can never meet again (deadlock).
 //
@@ -62,7 +62,7 @@ namespace {
 // Kernel frames are small, but sanitizer builds enlarge them a lot.
 constexpr size_t kStackBytes = size_t{512} << 10;
 
-enum class State { Ready, BlockBarrier, WarpWait, Done };
+enum class State { Ready, BlockBarrier, ClusterBarrier, WarpWait, Done };
 enum class WarpOp { Exchange, Sum };
 
 struct Fiber {
@@ -70,7 +70,8 @@ struct Fiber {
   void* stack = nullptr;
   void* fake_stack = nullptr;  // the sanitizer's, while switched away
   uint3 tid;
-  int index = 0;
+  int index = 0;  // thread index within its block
+  int block = 0;  // block index within the cluster
   State state = State::Done;
   WarpOp op = WarpOp::Exchange;
   unsigned mask = 0;
@@ -84,26 +85,42 @@ struct Warp {
   unsigned present = 0;  // lanes that exist (a block's last warp may be partial)
 };
 
+// One block of the running cluster.
+struct BlockState {
+  int n_done = 0, n_at_barrier = 0;
+  uint3 block_idx;
+  void* smem = nullptr;
+};
+
+// The blocks that run together: one, or a cluster. Fibers and warps are indexed across them
+// (block b's thread i is fiber b * n_threads + i).
 struct Block {
-  std::vector<Fiber> fibers;  // grows to the largest block seen; stacks are kept
+  std::vector<Fiber> fibers;  // grows to the largest cluster seen; stacks are kept
   std::vector<Warp> warps;
+  std::vector<BlockState> blocks;
   void* scheduler_sp = nullptr;
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack_bottom = nullptr;
   size_t scheduler_stack_size = 0;
-  int n_threads = 0, n_done = 0, n_at_barrier = 0;
-  uint3 block_idx;
+  int n_threads = 0;  // per block
+  int n_at_cluster_barrier = 0;
   dim3 block_dim, grid_dim;
-  void* smem = nullptr;
   const std::function<void()>* body = nullptr;
   Fiber* current = nullptr;
+  int total() const { return n_threads * static_cast<int>(blocks.size()); }
+  int n_done() const {
+    int n = 0;
+    for (const BlockState& b : blocks) n += b.n_done;
+    return n;
+  }
 };
 
 Block g_block;
 
 [[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "cudasim: %s (block %u,%u,%u, thread %d)\n", what, g_block.block_idx.x, g_block.block_idx.y,
-               g_block.block_idx.z, g_block.current ? g_block.current->index : -1);
+  const uint3 bi = g_block.current ? g_block.blocks[g_block.current->block].block_idx : uint3{};
+  std::fprintf(stderr, "cudasim: %s (block %u,%u,%u, thread %d)\n", what, bi.x, bi.y, bi.z,
+               g_block.current ? g_block.current->index : -1);
   std::abort();
 }
 
@@ -127,6 +144,7 @@ void to_scheduler(Fiber& f, bool exiting) {
 void run_fiber(Fiber& f) {
   g_block.current = &f;
   cudasim_thread_idx = f.tid;
+  cudasim_block_idx = g_block.blocks[f.block].block_idx;
 #if CUDASIM_ASAN
   __sanitizer_start_switch_fiber(&g_block.scheduler_fake_stack, f.stack, kStackBytes);
 #endif
@@ -137,12 +155,21 @@ void run_fiber(Fiber& f) {
   g_block.current = nullptr;
 }
 
-void open_block_barrier_if_complete() {
+void open_block_barrier_if_complete(int blk) {
   Block& b = g_block;
-  if (b.n_at_barrier == 0 || b.n_at_barrier + b.n_done != b.n_threads) return;
-  for (int i = 0; i < b.n_threads; ++i)
+  BlockState& bs = b.blocks[blk];
+  if (bs.n_at_barrier == 0 || bs.n_at_barrier + bs.n_done != b.n_threads) return;
+  for (int i = blk * b.n_threads; i < (blk + 1) * b.n_threads; ++i)
     if (b.fibers[i].state == State::BlockBarrier) b.fibers[i].state = State::Ready;
-  b.n_at_barrier = 0;
+  bs.n_at_barrier = 0;
+}
+
+void open_cluster_barrier_if_complete() {
+  Block& b = g_block;
+  if (b.n_at_cluster_barrier == 0 || b.n_at_cluster_barrier + b.n_done() != b.total()) return;
+  for (int i = 0; i < b.total(); ++i)
+    if (b.fibers[i].state == State::ClusterBarrier) b.fibers[i].state = State::Ready;
+  b.n_at_cluster_barrier = 0;
 }
 
 // Releases the warp collective that `mask` names in warp `warp` once all its lanes wait in it.
@@ -152,7 +179,8 @@ void open_warp_op_if_complete(int warp, unsigned mask) {
   const unsigned need = mask & w.present;
   if (need & w.exited) die("a warp collective names a lane that has exited");
   if ((w.waiting & need) != need) return;
-  const int base = warp * 32;
+  const int wpb = (b.n_threads + 31) / 32;
+  const int base = (warp / wpb) * b.n_threads + (warp % wpb) * 32;
   uint64_t sum = 0;
   for (int l = 0; l < 32; ++l) {
     if (!((need >> l) & 1)) continue;
@@ -168,13 +196,16 @@ void open_warp_op_if_complete(int warp, unsigned mask) {
       o.result = sum;
     } else {
       const int s = o.src;
-      const bool valid = s >= 0 && s < 32 && ((mask >> s) & 1) && base + s < b.n_threads;
+      const bool valid = s >= 0 && s < 32 && ((mask >> s) & 1) && (warp % wpb) * 32 + s < b.n_threads;
       o.result = valid ? b.fibers[base + s].value : o.value;
     }
   }
   for (int l = 0; l < 32; ++l)
     if ((need >> l) & 1) b.fibers[base + l].state = State::Ready;
 }
+
+int global_of(const Fiber& f) { return f.block * g_block.n_threads + f.index; }
+int warp_of(const Fiber& f) { return f.block * ((g_block.n_threads + 31) / 32) + f.index / 32; }
 
 uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int src) {
   Fiber& f = current();
@@ -185,8 +216,8 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int src) {
   f.mask = mask;
   f.value = value;
   f.src = src;
-  g_block.warps[f.index / 32].waiting |= 1u << lane;
-  open_warp_op_if_complete(f.index / 32, mask);
+  g_block.warps[warp_of(f)].waiting |= 1u << lane;
+  open_warp_op_if_complete(warp_of(f), mask);
   if (f.state != State::Ready) to_scheduler(f, false);
   return f.result;
 }
@@ -199,17 +230,18 @@ uint64_t warp_op(WarpOp op, unsigned mask, uint64_t value, int src) {
 #endif
   (*g_block.body)();
   f.state = State::Done;
-  ++g_block.n_done;
-  Warp& w = g_block.warps[f.index / 32];
+  ++g_block.blocks[f.block].n_done;
+  Warp& w = g_block.warps[warp_of(f)];
   w.exited |= 1u << (f.index % 32);
   // A lane of this warp may wait in a collective that names this one.
-  const int base = f.index / 32 * 32;
+  const int base = global_of(f) - f.index % 32;
   for (int l = 0; l < 32; ++l) {
     if (!((w.waiting >> l) & 1)) continue;
     if ((g_block.fibers[base + l].mask >> (f.index % 32)) & 1)
       die("a lane exited while lanes of its warp wait for it in a collective");
   }
-  open_block_barrier_if_complete();
+  open_block_barrier_if_complete(f.block);
+  open_cluster_barrier_if_complete();
   to_scheduler(f, true);
   std::abort();
 }
@@ -222,14 +254,28 @@ void* new_stack() {
 
 }  // namespace
 
-void* dynamic_smem() { return g_block.smem; }
+void* dynamic_smem() { return g_block.blocks[current().block].smem; }
+int cluster_rank() { return current().block; }
+void* cluster_map(void* p, int rank) {
+  Block& b = g_block;
+  if (rank < 0 || rank >= static_cast<int>(b.blocks.size())) die("a cluster rank outside the cluster");
+  const char* mine = static_cast<const char*>(b.blocks[current().block].smem);
+  return static_cast<char*>(b.blocks[rank].smem) + (static_cast<const char*>(p) - mine);
+}
+void sync_cluster() {
+  Fiber& f = current();
+  f.state = State::ClusterBarrier;
+  ++g_block.n_at_cluster_barrier;
+  open_cluster_barrier_if_complete();
+  if (f.state != State::Ready) to_scheduler(f, false);
+}
 int lane_id() { return current().index % 32; }
 
 void sync_block() {
   Fiber& f = current();
   f.state = State::BlockBarrier;
-  ++g_block.n_at_barrier;
-  open_block_barrier_if_complete();
+  ++g_block.blocks[f.block].n_at_barrier;
+  open_block_barrier_if_complete(f.block);
   if (f.state != State::Ready) to_scheduler(f, false);
 }
 
@@ -238,28 +284,35 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int src_lane) {
 }
 uint64_t warp_sum(unsigned mask, uint64_t value) { return warp_op(WarpOp::Sum, mask, value, 0); }
 
-// Runs one block of the current launch to completion.
-void run_block(uint3 block_idx, dim3 block_dim, dim3 grid_dim, void* smem, const std::function<void()>& body) {
+// Runs the blocks of one cluster of the current launch (one block without clusters) together,
+// to completion. smems[i]: block i's dynamic shared memory.
+void run_cluster(const std::vector<uint3>& block_idx, dim3 block_dim, dim3 grid_dim, const std::vector<void*>& smems,
+                 const std::function<void()>& body) {
   Block& b = g_block;
   if (b.current) die("a kernel launched from device code");
   const int n = static_cast<int>(block_dim.x * block_dim.y * block_dim.z);
-  if (static_cast<int>(b.fibers.size()) < n) b.fibers.resize(n);
+  const int nb = static_cast<int>(block_idx.size()), wpb = (n + 31) / 32;
+  if (static_cast<int>(b.fibers.size()) < n * nb) b.fibers.resize(static_cast<size_t>(n) * nb);
   b.n_threads = n;
-  b.warps.assign((n + 31) / 32, Warp{});
-  for (int i = 0; i < n; ++i) b.warps[i / 32].present |= 1u << (i % 32);
-  b.n_done = b.n_at_barrier = 0;
-  b.block_idx = block_idx;
+  b.blocks.assign(static_cast<size_t>(nb), BlockState{});
+  b.warps.assign(static_cast<size_t>(wpb) * nb, Warp{});
+  for (int k = 0; k < nb; ++k) {
+    b.blocks[k].block_idx = block_idx[k];
+    b.blocks[k].smem = smems[k];
+    for (int i = 0; i < n; ++i) b.warps[k * wpb + i / 32].present |= 1u << (i % 32);
+  }
+  b.n_at_cluster_barrier = 0;
   b.block_dim = block_dim;
   b.grid_dim = grid_dim;
-  b.smem = smem;
   b.body = &body;
-  cudasim_block_idx = block_idx;
   cudasim_block_dim = block_dim;
   cudasim_grid_dim = grid_dim;
-  for (int i = 0; i < n; ++i) {
-    Fiber& f = b.fibers[i];
+  for (int gi = 0; gi < n * nb; ++gi) {
+    Fiber& f = b.fibers[gi];
     if (!f.stack) f.stack = new_stack();
+    const int i = gi % n;
     f.index = i;
+    f.block = gi / n;
     f.tid = uint3{i % block_dim.x, i / block_dim.x % block_dim.y, i / (block_dim.x * block_dim.y)};
     f.state = State::Ready;
     f.fake_stack = nullptr;
@@ -270,21 +323,21 @@ void run_block(uint3 block_idx, dim3 block_dim, dim3 grid_dim, void* smem, const
     for (int r = 1; r <= 6; ++r) top[-r] = nullptr;
     f.sp = top - 6;
   }
-  while (b.n_done < n) {
+  while (b.n_done() < n * nb) {
     bool ran = false;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n * nb; ++i) {
       if (b.fibers[i].state != State::Ready) continue;
       run_fiber(b.fibers[i]);
       ran = true;
     }
     if (!ran) {
       int at_barrier = 0, in_warp_op = 0;
-      for (int i = 0; i < n; ++i) {
-        at_barrier += b.fibers[i].state == State::BlockBarrier;
+      for (int i = 0; i < n * nb; ++i) {
+        at_barrier += b.fibers[i].state == State::BlockBarrier || b.fibers[i].state == State::ClusterBarrier;
         in_warp_op += b.fibers[i].state == State::WarpWait;
       }
-      std::fprintf(stderr, "cudasim: deadlock: %d threads at __syncthreads, %d in warp collectives, %d exited\n",
-                   at_barrier, in_warp_op, b.n_done);
+      std::fprintf(stderr, "cudasim: deadlock: %d threads at barriers, %d in warp collectives, %d exited\n",
+                   at_barrier, in_warp_op, b.n_done());
       die("threads of a block can never meet again");
     }
   }

@@ -26,7 +26,8 @@ struct CUevent_st {
 struct CUmemPool_st {};
 
 namespace cudasim {
-void run_block(uint3 block_idx, dim3 block_dim, dim3 grid_dim, void* smem, const std::function<void()>& body);
+void run_cluster(const std::vector<uint3>& block_idx, dim3 block_dim, dim3 grid_dim, const std::vector<void*>& smems,
+                 const std::function<void()>& body);
 
 namespace {
 constexpr int kSms = 4;                         // small: persistent kernels loop more
@@ -57,7 +58,7 @@ cudaError_t set_max_dynamic_smem(const void* kernel, int bytes) {
 }
 
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   std::function<void()> body) {
+                   std::function<void()> body, dim3 cluster) {
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 ||
       grid.z > 65535)
@@ -65,14 +66,30 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t smem, cudaS
   const auto it = g_smem_limit.find(kernel);
   if (smem > (it == g_smem_limit.end() ? kDefaultSmem : it->second))
     return fail(cudaErrorInvalidValue, "launch asks for more dynamic shared memory than the kernel's limit");
-  return enqueue(stream, [grid, block, smem, body = std::move(body)]() {
-    // Fresh dynamic shared memory per launch, filled with a pattern: kernels must not rely on
-    // its contents. 16-byte aligned like the real thing.
-    std::unique_ptr<float[]> mem(new float[(smem + 15) / 4 + 4]);
-    std::memset(mem.get(), 0xA5, (smem + 15) / 4 * 4 + 16);
-    for (unsigned z = 0; z < grid.z; ++z)
-      for (unsigned y = 0; y < grid.y; ++y)
-        for (unsigned x = 0; x < grid.x; ++x) run_block(uint3{x, y, z}, block, grid, mem.get(), body);
+  const uint64_t per_cluster = uint64_t{cluster.x} * cluster.y * cluster.z;
+  if (per_cluster == 0 || per_cluster > 8 || grid.x % cluster.x || grid.y % cluster.y || grid.z % cluster.z)
+    return fail(cudaErrorInvalidConfiguration, "cluster shape does not divide the grid (or is over 8 blocks)");
+  return enqueue(stream, [grid, block, smem, cluster, per_cluster, body = std::move(body)]() {
+    // Fresh dynamic shared memory per block of a cluster, filled with a pattern: kernels must not
+    // rely on its contents. 16-byte aligned like the real thing.
+    const size_t floats = (smem + 15) / 4 + 4;
+    std::vector<std::unique_ptr<float[]>> mem;
+    std::vector<void*> smems;
+    for (uint64_t i = 0; i < per_cluster; ++i) {
+      mem.emplace_back(new float[floats]);
+      std::memset(mem.back().get(), 0xA5, floats * 4);
+      smems.push_back(mem.back().get());
+    }
+    std::vector<uint3> idx;
+    for (unsigned z = 0; z < grid.z; z += cluster.z)
+      for (unsigned y = 0; y < grid.y; y += cluster.y)
+        for (unsigned x = 0; x < grid.x; x += cluster.x) {
+          idx.clear();
+          for (unsigned cz = 0; cz < cluster.z; ++cz)
+            for (unsigned cy = 0; cy < cluster.y; ++cy)
+              for (unsigned cx = 0; cx < cluster.x; ++cx) idx.push_back(uint3{x + cx, y + cy, z + cz});
+          run_cluster(idx, block, grid, smems, body);
+        }
   });
 }
 }  // namespace cudasim

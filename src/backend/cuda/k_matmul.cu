@@ -40,9 +40,10 @@ struct Target {
 
 struct Args {
   Target t[kMaxTargets];
-  int tile_begin[kMaxTargets + 1];  // first row tile (grid y) of each target
+  int tile_begin[kMaxTargets + 1];  // first row tile of each target (grid y / segs)
   int n_targets;
   int swiglu;
+  int segs;             // K segments (matmul_order.h): the blocks of a cluster along grid y
   int64_t group_stride;
   int tile_bytes;
   int n_kt;
@@ -75,8 +76,10 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
   const int stage_bytes = Sh::stage_bytes(n_warps);
   const int act_off = n_warps * Sh::kWarpStage;
 
-  // Which target and row groups this CTA owns.
-  const int tile = static_cast<int>(blockIdx.y);
+  // Which target, row groups and K segment this CTA owns.
+  const int seg = static_cast<int>(blockIdx.y) % a.segs;
+  const int tile = static_cast<int>(blockIdx.y) / a.segs;
+  const int kt0 = seg * a.n_kt / a.segs, kt1 = (seg + 1) * a.n_kt / a.segs;
   int e = 0;
   while (tile >= a.tile_begin[e + 1]) ++e;
   const Target& tg = a.t[e];
@@ -92,23 +95,29 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
   const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
   const int64_t n8_rows = (a.rows + 7) / 8;                      // n-tiles that hold rows
 
-  // Activation n-tiles past the last row are never copied: zero them in every stage once.
-  for (int n = 0; n < NT; ++n) {
-    if (n8_0 + n < n8_rows) continue;
-    for (int s = 0; s < STAGES; ++s) {
-      uint8_t* st = smem + s * stage_bytes + act_off;
-      auto zero = [&](uint8_t* p, int bytes) {
-        for (int i = tid; i < bytes / 16; i += blockDim.x) reinterpret_cast<uint4*>(p)[i] = make_uint4(0, 0, 0, 0);
-      };
-      zero(st + n * kActTileBytes, kActTileBytes);
-      if constexpr (S::kUsesLo) zero(st + (NT + n) * kActTileBytes, kActTileBytes);
-      if constexpr (S::kUsesSums) zero(st + Sh::kActBytes + n * kSumTileBytes, kSumTileBytes);
+  // Activation pieces of rows past the last one are never copied (a decode step of 1 row copies
+  // 1/8 of an n-tile): zero them in every stage once. Piece p of an n-tile's k-tile is
+  // (b, g, t) = (p / 32, p / 4 % 8, p % 4): row 8 n8 + g.
+  constexpr int kPieces = kActTileBytes / 16;
+  auto row_of_piece = [&](int n, int p) { return (n8_0 + n) * 8 + (p / 4) % 8; };
+  for (int s = 0; s < STAGES; ++s) {
+    uint4* st = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off);
+    for (int i = tid; i < NT * kPieces; i += blockDim.x) {
+      if (row_of_piece(i / kPieces, i % kPieces) < a.rows) continue;
+      st[i] = make_uint4(0, 0, 0, 0);
+      if constexpr (S::kUsesLo) st[NT * kPieces + i] = make_uint4(0, 0, 0, 0);
+    }
+    if constexpr (S::kUsesSums) {
+      uint4* q = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + Sh::kActBytes);
+      for (int i = tid; i < NT * kSumTileBytes / 16; i += blockDim.x)
+        if (n8_0 + i / (kSumTileBytes / 16) >= n8_rows) q[i] = make_uint4(0, 0, 0, 0);
     }
   }
 
+  // k-tile kt of the segment goes to stage (kt - kt0) % STAGES.
   auto issue_weights = [&](int kt) {
-    if (kt >= a.n_kt) return;
-    uint8_t* dst = smem + (kt % STAGES) * stage_bytes + warp * Sh::kWarpStage + lane * 16;
+    if (kt >= kt1) return;
+    uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + warp * Sh::kWarpStage + lane * 16;
 #pragma unroll
     for (int m = 0; m < MT; ++m) {
       if (!wtile[m]) continue;
@@ -127,13 +136,12 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
     }
   };
   auto issue_acts = [&](int kt) {
-    if (kt >= a.n_kt) return;
-    uint8_t* dst = smem + (kt % STAGES) * stage_bytes + act_off;
-    constexpr int kPieces = kActTileBytes / 16;
+    if (kt >= kt1) return;
+    uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + act_off;
     for (int i = tid; i < NT * kPieces; i += blockDim.x) {
       const int n = i / kPieces;
+      if (row_of_piece(n, i % kPieces) >= a.rows) continue;
       const int64_t n8 = n8_0 + n;
-      if (n8 >= n8_rows) continue;
       const int64_t src = (n8 * a.n_kt + kt) * kActTileBytes + (i % kPieces) * 16;
       cp_async16(dst + i * 16, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(dst + NT * kActTileBytes + i * 16, a.act_lo + src);
@@ -154,14 +162,14 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
   // then their activations; one commit group each (see the wait count below).
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    issue_weights(s);
+    issue_weights(kt0 + s);
     cp_async_commit();
   }
   pdl_wait();
   pdl_launch_dependents();
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    issue_acts(s);
+    issue_acts(kt0 + s);
     cp_async_commit();
   }
 
@@ -174,7 +182,7 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
       for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
 
 #pragma unroll 1
-  for (int kt = 0; kt < a.n_kt; ++kt) {
+  for (int kt = kt0; kt < kt1; ++kt) {
     // Groups committed so far: 2 (STAGES - 1) + kt; k-tile kt's data is in the one that leaves
     // STAGES - 2 after it. The barrier then also frees the buffer of k-tile kt - 1 for reuse.
     cp_async_wait<STAGES - 2>();
@@ -183,7 +191,7 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
     issue_acts(kt + STAGES - 1);
     cp_async_commit();
 
-    const uint8_t* stage = smem + (kt % STAGES) * stage_bytes;
+    const uint8_t* stage = smem + ((kt - kt0) % STAGES) * stage_bytes;
     const uint8_t* wl0 = stage + warp * Sh::kWarpStage + lane * 16;
     const uint8_t* act = stage + act_off;
     TileRegs<T> regs[MT] = {};
@@ -272,25 +280,49 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
   }
   cp_async_wait<0>();
 
+  // The segments' sums meet in the canonical tree (matmul_order.h): each block of the cluster
+  // leaves its partials in its own shared memory, and block `seg` finishes the elements whose
+  // index is seg modulo segs, reading every block's partial of them.
+  constexpr int kElems = MT * NT * 4;
+  float* part = reinterpret_cast<float*>(smem) + (warp * kElems) * 32 + lane;  // [warp][elem][lane]
+  if (a.segs > 1) {
+    __syncthreads();  // every warp is done with the stages the partials overwrite
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) part[((m * NT + n) * 4 + i) * 32] = acc[m][n][i];
+    cluster_sync();
+  }
+  auto total = [&](int m, int n, int i) {
+    if (a.segs == 1) return acc[m][n][i];
+    float* p = part + ((m * NT + n) * 4 + i) * 32;
+    const float p01 = __fadd_rn(*cluster_map(p, 0), *cluster_map(p, 1));
+    if (a.segs == 2) return p01;
+    return __fadd_rn(p01, __fadd_rn(*cluster_map(p, 2), *cluster_map(p, 3)));
+  };
+
   // Epilogue: scale by the row exponent, then store / accumulate / SwiGLU.
 #pragma unroll
   for (int n = 0; n < NT; ++n) {
 #pragma unroll
     for (int cc = 0; cc < 2; ++cc) {
       const int64_t col = (n8_0 + n) * 8 + 2 * t + cc;
-      if (col >= a.rows) continue;
-      const float scale = exp2_int(a.exps[col]);
-      float* orow = tg.out + col * tg.out_stride;
 #pragma unroll
       for (int m = 0; m < mt_rows; ++m) {
         const int rg = rg0 + m;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
+          const int i = 2 * h + cc;
+          if (((m * NT + n) * 4 + i) % a.segs != seg) continue;
           const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * h;
-          if (j >= tg.n_out) continue;
-          const float v = __fmul_rn(acc[m][n][2 * h + cc], scale);
+          if (col >= a.rows || j >= tg.n_out) continue;
+          const float scale = exp2_int(a.exps[col]);
+          float* orow = tg.out + col * tg.out_stride;
+          const float v = __fmul_rn(total(m, n, i), scale);
           if constexpr (SW) {
-            const float u = __fmul_rn(acc[m + mt_rows][n][2 * h + cc], scale);
+            const float u = __fmul_rn(total(m + mt_rows, n, i), scale);
             orow[j] = __fmul_rn(silu(v), u);
           } else {
             orow[j] = tg.accumulate ? __fadd_rn(orow[j], v) : v;
@@ -299,6 +331,7 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
       }
     }
   }
+  if (a.segs > 1) cluster_sync();  // no block leaves while another reads its partials
 }
 
 // ---- launch configuration ----
@@ -317,25 +350,30 @@ int sm_count() {
   return n;
 }
 
-// Tile shape for `rows` activation rows over `groups` row groups: a performance choice only.
-Config pick_config(int64_t rows, int64_t groups, bool swiglu) {
+// Tile shape for `rows` activation rows over `groups` row groups split in `segs` K segments: a
+// performance choice only. Small batches (one or two n-tiles) stream weights: as many warps per
+// block as still leave every SM four blocks; larger ones share activation tiles among 4 warps.
+Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
   Config c;
   if (rows <= 8) c = {1, 1, 4};
   else if (rows <= 16) c = {1, 2, 4};
   else if (rows <= 32) c = {2, 4, 4};
   else c = {2, 8, 4};
   if (swiglu) c.mt = 2;  // one row group of gate and the same of up
-  // Few row groups: fewer warps per CTA so that every SM gets CTAs.
   const int mt_rows = swiglu ? c.mt / 2 : c.mt;
-  while (c.warps > 1 && groups < static_cast<int64_t>(2) * sm_count() * c.warps * mt_rows) c.warps /= 2;
+  if (c.nt <= 2) {
+    auto blocks = [&](int w) { return (groups + int64_t{w} * mt_rows - 1) / (int64_t{w} * mt_rows) * segs; };
+    while (c.warps > 1 && blocks(c.warps) < int64_t{4} * sm_count()) c.warps /= 2;
+  }
   return c;
 }
 
-// Pipeline depth: 4 k-tiles in flight, 3 at 8 n-tiles; the float types' wide tiles take one
-// stage less from 4 n-tiles on (run() sizes the CTA for it).
+// Pipeline depth: 3 k-tiles (2 in flight while one is computed; with 4-16 warps per SM that is
+// 20-70 KB of weights in flight per SM); the float types' wide tiles take 2 at 8 n-tiles
+// (run() sizes the CTA for it).
 constexpr int stages_for(GgmlType t, int nt) {
   const bool wide = t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32;
-  return wide ? (nt >= 8 ? 2 : nt >= 4 ? 3 : 4) : (nt >= 8 ? 3 : 4);
+  return wide ? (nt >= 8 ? 2 : 3) : 3;
 }
 
 template <GgmlType T, int MT, int NT, bool SW>
@@ -343,16 +381,36 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
   constexpr int kStages = stages_for(T, NT);
   auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
   const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps);
+  MEMRA_ASSERT(static_cast<size_t>(MT * NT * 4) * 32 * warps * sizeof(float) <= smem, "partials fit in the stages");
   static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     configured = smem;
   }
   const int64_t seq_tiles = (args.rows + 8 * NT - 1) / (8 * NT);
-  MEMRA_ASSERT(seq_tiles <= 0x7fffffff && row_tiles <= 65535, "matmul: launch too large ({} x {} tiles)", seq_tiles,
-               row_tiles);
-  launch(kernel, dim3(static_cast<unsigned>(seq_tiles), static_cast<unsigned>(row_tiles)), dim3(32 * warps), smem,
-         stream, args);
+  const int64_t grid_y = row_tiles * args.segs;
+  MEMRA_ASSERT(seq_tiles <= 0x7fffffff && grid_y <= 65535, "matmul: launch too large ({} x {} blocks)", seq_tiles,
+               grid_y);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(seq_tiles), static_cast<unsigned>(grid_y));
+  cfg.blockDim = dim3(32 * warps);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  int n_attr = 0;
+  attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+  attr[n_attr].val.clusterDim.x = 1;
+  attr[n_attr].val.clusterDim.y = static_cast<unsigned>(args.segs);
+  attr[n_attr].val.clusterDim.z = 1;
+  ++n_attr;
+  if (pdl_enabled()) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = static_cast<unsigned>(n_attr);
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
 }
 
 template <GgmlType T>
@@ -388,7 +446,8 @@ int pieces_of(GgmlType t) {
 }
 
 void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
-  Config c = pick_config(args.rows, groups_total, args.swiglu != 0);
+  args.segs = k_segments(args.n_kt);
+  Config c = pick_config(args.rows, groups_total, args.segs, args.swiglu != 0);
   // The wide float types need fewer warps per CTA for their stages to fit in shared memory.
   constexpr int kSmemBudget = 227 << 10;  // the sm_90 per-block limit
   const int stages = stages_for(type, c.nt);

@@ -31,10 +31,15 @@
 // half from +0); a sum of dots continues the same chain in the order written. Its products are exact and its sum is a fixed function of the 16 product pairs
 // and C: the same instruction on the same operands gives the same bits in any fragment position.
 //
-// Order. acc starts at +0 and takes the blocks of the row in increasing b, one after another
-// (K-sequential, no split, no tree); padding blocks (zero codes, zero activations) add exact
-// zeros. Then result = acc * 2^e_r (exact), and the op's epilogue: out = result,
-// out = out + result (accumulate), or silu(result_gate) * result_up (SwiGLU).
+// Order. The row's k-tiles (8 blocks, 256 columns, zero-padded) are cut into S segments, S =
+// k_segments(n_kt) (4 from 8 k-tiles on, 2 from 4, else 1): segment s holds k-tiles
+// [floor(s n_kt / S), floor((s+1) n_kt / S)). Within a segment acc starts at +0 and takes its
+// blocks in increasing b, one after another; padding blocks (zero codes, zero activations) add
+// exact zeros. The segments meet in a fixed tree: P0 + P1 (S = 2), (P0 + P1) + (P2 + P3) (S = 4).
+// Then result = sum * 2^e_r (exact), and the op's epilogue: out = result, out = out + result
+// (accumulate), or silu(result_gate) * result_up (SwiGLU). The segments are what lets a single
+// decode row spread over the GPU (k_matmul.cu runs them as a cluster of blocks); they depend on
+// n_in only.
 //
 // The CPU backend computes the same products in float64 from unrounded activations: the
 // difference is the f16 rounding of x' (relative 2^-11 per element; ~2^-22 for the float types)
@@ -61,6 +66,7 @@ constexpr int kGroupRows = 16;
 
 MEMRA_ORDER_HD constexpr int64_t k_tiles(int64_t n_in) { return (n_in + kTileK - 1) / kTileK; }
 MEMRA_ORDER_HD constexpr int64_t row_groups(int64_t n_out) { return (n_out + kGroupRows - 1) / kGroupRows; }
+MEMRA_ORDER_HD constexpr int k_segments(int64_t n_kt) { return n_kt >= 8 ? 4 : n_kt >= 4 ? 2 : 1; }
 
 // The power-of-two exponent of a row (or weight block) whose largest magnitude is `amax`.
 MEMRA_ORDER_HD inline int scale_exponent(float amax) {

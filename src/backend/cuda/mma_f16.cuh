@@ -9,6 +9,10 @@
 
 #include "backend/cuda/common.cuh"
 
+#ifndef MEMRA_CUDASIM
+#include <cooperative_groups.h>
+#endif
+
 namespace memra::cuda {
 
 // D = A(16x16 f16, row) * B(16x8 f16, col) + C (float). Fragments of lane (g = lane/4, t = lane%4):
@@ -21,9 +25,9 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
   struct Slot {
     uint32_t a[32][4], b[32][2];
   };
-  static Slot slots[32];
+  static Slot slots[8 * 32];  // up to 8 blocks of a cluster run together, 32 warps each
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  Slot& s = slots[warp];
+  Slot& s = slots[cudasim::cluster_rank() * 32 + warp];
   for (int i = 0; i < 4; ++i) s.a[lane][i] = a[i];
   s.b[lane][0] = b0;
   s.b[lane][1] = b1;
@@ -98,6 +102,35 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
 #ifndef MEMRA_CUDASIM
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// ---- thread block clusters (sm_90): rank, barrier, another block's shared memory ----
+
+__device__ __forceinline__ int cluster_rank() {
+#ifdef MEMRA_CUDASIM
+  return cudasim::cluster_rank();
+#else
+  return static_cast<int>(cooperative_groups::this_cluster().block_rank());
+#endif
+}
+
+// Every thread of every block of the cluster; also orders their shared-memory accesses.
+__device__ __forceinline__ void cluster_sync() {
+#ifdef MEMRA_CUDASIM
+  cudasim::sync_cluster();
+#else
+  cooperative_groups::this_cluster().sync();
+#endif
+}
+
+// What p addresses in this block's shared memory, in block `rank`'s.
+template <typename T>
+__device__ __forceinline__ T* cluster_map(T* p, int rank) {
+#ifdef MEMRA_CUDASIM
+  return static_cast<T*>(cudasim::cluster_map(p, rank));
+#else
+  return cooperative_groups::this_cluster().map_shared_rank(p, rank);
 #endif
 }
 

@@ -37,6 +37,10 @@
 #include "backend/cuda/matmul_order.h"
 #include "common/ggml_type.h"
 
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
+
 namespace memra::cuda {
 
 // Section geometry of one tile, per device type.
@@ -91,6 +95,9 @@ void unpack_row(const DevWeight& w, const uint8_t* data, int64_t mat, int64_t j,
 // ---- element decode, shared by the host (unpack_row) and the embedding kernel ----
 
 MEMRA_ORDER_HD inline float f16_bits_to_float(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));  // the conversion instruction
+#else
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
   if (exp == 0x1f) {
@@ -112,6 +119,7 @@ MEMRA_ORDER_HD inline float f16_bits_to_float(uint16_t h) {
     float f;
   } v{bits};
   return v.f;
+#endif
 }
 
 // Where element (row rho of the group, column k of the k-tile) of a tile lives.

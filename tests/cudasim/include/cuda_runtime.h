@@ -133,8 +133,10 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b);
 namespace cudasim {
 // Runs (or, while `stream` is being captured, records) `grid` blocks of `block` threads, each
 // thread calling `body`. `kernel` identifies the function for its shared-memory limit.
+// With `cluster` (a launch attribute), the blocks of each cluster run together (cluster barriers
+// and distributed shared memory work); ranks follow x, then y, then z.
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   std::function<void()> body);
+                   std::function<void()> body, dim3 cluster = dim3(1, 1, 1));
 // Raises the dynamic shared memory a kernel may be launched with (default 48 KiB).
 cudaError_t set_max_dynamic_smem(const void* kernel, int bytes);
 }  // namespace cudasim
@@ -143,8 +145,12 @@ template <typename... Params, typename... Args>
 cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* cfg, void (*kernel)(Params...), Args&&... args) {
   // Parameters are copied at launch, as the driver copies them (a captured launch replays them).
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+  dim3 cluster(1, 1, 1);
+  for (unsigned i = 0; i < cfg->numAttrs; ++i)
+    if (cfg->attrs[i].id == cudaLaunchAttributeClusterDimension)
+      cluster = dim3(cfg->attrs[i].val.clusterDim.x, cfg->attrs[i].val.clusterDim.y, cfg->attrs[i].val.clusterDim.z);
   return cudasim::launch(reinterpret_cast<const void*>(kernel), cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes,
-                         cfg->stream, [kernel, params]() { std::apply(kernel, params); });
+                         cfg->stream, [kernel, params]() { std::apply(kernel, params); }, cluster);
 }
 
 template <typename T>

@@ -32,6 +32,11 @@ inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return
 namespace cudasim {
 void* dynamic_smem();
 void sync_block();
+// Thread block clusters: the block's rank, a barrier over every thread of the cluster, and the
+// address in block `rank`'s shared memory of what `p` addresses in this block's.
+int cluster_rank();
+void sync_cluster();
+void* cluster_map(void* p, int rank);
 // Waits for the lanes of `mask` in the calling warp; every one of them gets the `value` that
 // lane `src_lane` brought (its own if src_lane is outside the mask).
 uint64_t warp_exchange(unsigned mask, uint64_t value, int src_lane);
