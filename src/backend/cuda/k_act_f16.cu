@@ -6,13 +6,20 @@
 namespace memra::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 512;
 
+// The row is staged in shared memory first (coalesced loads once; write_act_row then reads
+// each element several times).
 __global__ void __launch_bounds__(kThreads) act_f16_kernel(const float* __restrict__ x, const F16Act a) {
   pdl_enter();
   __shared__ float red[32];
+  MEMRA_DYNAMIC_SMEM(float, row, 16);
   const int64_t r = blockIdx.x;
-  write_act_row(x + r * a.cols, r, r < a.rows, a, red);
+  const bool valid = r < a.rows;
+  if (valid)
+    for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x) row[i] = x[r * a.cols + i];
+  __syncthreads();
+  write_act_row(row, r, valid, a, red);
 }
 
 }  // namespace
@@ -27,7 +34,14 @@ size_t act_f16_sums_bytes(int64_t rows, int64_t cols) {
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {
   MEMRA_ASSERT(out.n_kt == k_tiles(out.cols) && out.frag && out.frag_lo && out.sums && out.exps);
   if (out.rows == 0) return;
-  launch(act_f16_kernel, static_cast<unsigned>((out.rows + 7) / 8 * 8), kThreads, 0, stream, x, out);
+  const size_t smem = static_cast<size_t>(out.cols) * sizeof(float);
+  MEMRA_ASSERT(smem <= (227u << 10), "act_f16: rows of {} floats do not fit in shared memory", out.cols);
+  static size_t configured = 48 << 10;
+  if (smem > configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(act_f16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    configured = smem;
+  }
+  launch(act_f16_kernel, static_cast<unsigned>((out.rows + 7) / 8 * 8), kThreads, smem, stream, x, out);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -27,6 +27,10 @@ namespace {
 constexpr int kMaxTargets = 4;
 constexpr int kActTileBytes = kTileBlocks * 8 * 4 * 16;  // one n-tile's fragments of one k-tile: 4 KiB
 constexpr int kSumTileBytes = kTileBlocks * 8 * 4;       // its block sums: 256 bytes
+// In shared memory an activation row's k-tile is 512 bytes ([b][t] 16-byte pieces) padded to 576,
+// so the 8 lanes of each LDS.128 phase (rows g, g+1; t = 0..3) hit distinct bank groups; only the
+// rows a block holds are stored (a one-row decode step stages 576 bytes, not an 8-row n-tile).
+constexpr int kActRowBytes = 576;
 
 struct Target {
   const uint8_t* w;   // matrix base (device layout)
@@ -48,6 +52,7 @@ struct Args {
   int tile_bytes;
   int n_kt;
   int64_t rows;         // activation rows
+  int rows_cap;         // activation rows a block stages: min(8 NT, rows)
   const uint8_t* act;   // F16Act fragments
   const uint8_t* act_lo;
   const float* sums;
@@ -58,22 +63,25 @@ template <GgmlType T, int MT, int NT>
 struct Shape {
   using S = TileSpec<T>;
   static constexpr int kWarpStage = MT * S::kPieces * 512;  // one warp's weight pieces per stage
-  static constexpr int kActBytes = NT * kActTileBytes * (S::kUsesLo ? 2 : 1);  // hi tiles, then lo tiles
-  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps) {
-    return warps * kWarpStage + kActBytes + (S::kUsesSums ? NT * kSumTileBytes : 0);
+  // Stage: the warps' weight pieces, activation rows (hi, then lo for the float types), sums.
+  MEMRA_ORDER_HD static constexpr int act_bytes(int rows_cap) { return rows_cap * kActRowBytes * (S::kUsesLo ? 2 : 1); }
+  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps, int rows_cap) {
+    return warps * kWarpStage + act_bytes(rows_cap) + (S::kUsesSums ? NT * kSumTileBytes : 0);
   }
 };
 
 // SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows).
 template <GgmlType T, int MT, int NT, bool SW, int STAGES>
-__global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
+__global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   using S = TileSpec<T>;
   using Sh = Shape<T, MT, NT>;
   MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
   const int g = lane / 4, t = lane % 4;
-  const int stage_bytes = Sh::stage_bytes(n_warps);
+  const int rows_cap = a.rows_cap;
+  const int stage_bytes = Sh::stage_bytes(n_warps, rows_cap);
+  const int lo_off = rows_cap * kActRowBytes, sums_off = Sh::act_bytes(rows_cap);
   const int act_off = n_warps * Sh::kWarpStage;
 
   // Which target, row groups and K segment this CTA owns.
@@ -95,20 +103,18 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
   const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
   const int64_t n8_rows = (a.rows + 7) / 8;                      // n-tiles that hold rows
 
-  // Activation pieces of rows past the last one are never copied (a decode step of 1 row copies
-  // 1/8 of an n-tile): zero them in every stage once. Piece p of an n-tile's k-tile is
-  // (b, g, t) = (p / 32, p / 4 % 8, p % 4): row 8 n8 + g.
-  constexpr int kPieces = kActTileBytes / 16;
-  auto row_of_piece = [&](int n, int p) { return (n8_0 + n) * 8 + (p / 4) % 8; };
+  // Staged rows past the last activation row (the last block of rows) are never copied: zero
+  // them in every stage once.
+  const int64_t left = a.rows - n8_0 * 8;
+  const int rows_here = left < rows_cap ? static_cast<int>(left) : rows_cap;
   for (int s = 0; s < STAGES; ++s) {
     uint4* st = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off);
-    for (int i = tid; i < NT * kPieces; i += blockDim.x) {
-      if (row_of_piece(i / kPieces, i % kPieces) < a.rows) continue;
+    for (int i = rows_here * (kActRowBytes / 16) + tid; i < rows_cap * (kActRowBytes / 16); i += blockDim.x) {
       st[i] = make_uint4(0, 0, 0, 0);
-      if constexpr (S::kUsesLo) st[NT * kPieces + i] = make_uint4(0, 0, 0, 0);
+      if constexpr (S::kUsesLo) st[lo_off / 16 + i] = make_uint4(0, 0, 0, 0);
     }
     if constexpr (S::kUsesSums) {
-      uint4* q = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + Sh::kActBytes);
+      uint4* q = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + sums_off);
       for (int i = tid; i < NT * kSumTileBytes / 16; i += blockDim.x)
         if (n8_0 + i / (kSumTileBytes / 16) >= n8_rows) q[i] = make_uint4(0, 0, 0, 0);
     }
@@ -135,16 +141,18 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
       if constexpr (S::kRowPieces == 3) cp_async4(d + (S::kLanePieces + 2) * 512, src + S::f.d_off + g * 4);
     }
   };
+  // Piece i of the block's rows: row i / 32, block (i / 4) % 8, t = i % 4; from the global
+  // n-tile layout [n8][kt][b][g][t] to the staged [row][b][t].
   auto issue_acts = [&](int kt) {
     if (kt >= kt1) return;
     uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + act_off;
-    for (int i = tid; i < NT * kPieces; i += blockDim.x) {
-      const int n = i / kPieces;
-      if (row_of_piece(n, i % kPieces) >= a.rows) continue;
-      const int64_t n8 = n8_0 + n;
-      const int64_t src = (n8 * a.n_kt + kt) * kActTileBytes + (i % kPieces) * 16;
-      cp_async16(dst + i * 16, a.act + src);
-      if constexpr (S::kUsesLo) cp_async16(dst + NT * kActTileBytes + i * 16, a.act_lo + src);
+    const int64_t tile0 = (n8_0 * a.n_kt + kt) * kActTileBytes;  // n-tile n adds n * n_kt * 4 KiB
+    for (int i = tid; i < rows_here * 32; i += blockDim.x) {
+      const int row = i >> 5, b = (i >> 2) & 7, pt = i & 3;
+      const int64_t src = tile0 + static_cast<int64_t>(row >> 3) * a.n_kt * kActTileBytes + b * 512 + (row & 7) * 64 + pt * 16;
+      const int off = row * kActRowBytes + b * 64 + pt * 16;
+      cp_async16(dst + off, a.act + src);
+      if constexpr (S::kUsesLo) cp_async16(dst + lo_off + off, a.act_lo + src);
     }
     if constexpr (S::kUsesSums) {
       constexpr int kSumPieces = kSumTileBytes / 16;
@@ -152,7 +160,7 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
         const int n = i / kSumPieces;
         const int64_t n8 = n8_0 + n;
         if (n8 >= n8_rows) continue;
-        cp_async16(dst + Sh::kActBytes + i * 16,
+        cp_async16(dst + sums_off + i * 16,
                    reinterpret_cast<const uint8_t*>(a.sums) + (n8 * a.n_kt + kt) * kSumTileBytes + (i % kSumPieces) * 16);
       }
     }
@@ -200,17 +208,21 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
+      // B fragments: lane (g, t) of n-tile n reads row 8n + g; rows past the staged ones are the
+      // MMA's padding columns, zero.
       uint4 bf[NT];
       [[maybe_unused]] uint4 bl[NT];
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
-        bf[n] = lds<uint4>(act + (n * kTileBlocks + B) * 512 + lane * 16);
-        if constexpr (S::kUsesLo) bl[n] = lds<uint4>(act + NT * kActTileBytes + (n * kTileBlocks + B) * 512 + lane * 16);
+        const int row = 8 * n + g;
+        const int off = row * kActRowBytes + B * 64 + t * 16;
+        bf[n] = row < rows_cap ? lds<uint4>(act + off) : make_uint4(0, 0, 0, 0);
+        if constexpr (S::kUsesLo) bl[n] = row < rows_cap ? lds<uint4>(act + lo_off + off) : make_uint4(0, 0, 0, 0);
       }
       [[maybe_unused]] float2 xs[NT];
       if constexpr (S::kUsesSums) {
 #pragma unroll
-        for (int n = 0; n < NT; ++n) xs[n] = lds<float2>(act + Sh::kActBytes + (n * kTileBlocks + B) * 32 + 8 * t);
+        for (int n = 0; n < NT; ++n) xs[n] = lds<float2>(act + sums_off + (n * kTileBlocks + B) * 32 + 8 * t);
       }
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
@@ -298,9 +310,12 @@ __global__ void __launch_bounds__(128) matmul_kernel(const Args a) {
   auto total = [&](int m, int n, int i) {
     if (a.segs == 1) return acc[m][n][i];
     float* p = part + ((m * NT + n) * 4 + i) * 32;
-    const float p01 = __fadd_rn(*cluster_map(p, 0), *cluster_map(p, 1));
+    auto pair = [&](int s) { return __fadd_rn(*cluster_map(p, s), *cluster_map(p, s + 1)); };
+    const float p01 = pair(0);
     if (a.segs == 2) return p01;
-    return __fadd_rn(p01, __fadd_rn(*cluster_map(p, 2), *cluster_map(p, 3)));
+    const float p03 = __fadd_rn(p01, pair(2));
+    if (a.segs == 4) return p03;
+    return __fadd_rn(p03, __fadd_rn(pair(4), pair(6)));
   };
 
   // Epilogue: scale by the row exponent, then store / accumulate / SwiGLU.
@@ -352,13 +367,13 @@ int sm_count() {
 
 // Tile shape for `rows` activation rows over `groups` row groups split in `segs` K segments: a
 // performance choice only. Small batches (one or two n-tiles) stream weights: as many warps per
-// block as still leave every SM four blocks; larger ones share activation tiles among 4 warps.
+// block as still leave every SM four blocks; larger ones share activation tiles among 8 warps.
 Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
   Config c;
   if (rows <= 8) c = {1, 1, 4};
   else if (rows <= 16) c = {1, 2, 4};
-  else if (rows <= 32) c = {2, 4, 4};
-  else c = {2, 8, 4};
+  else if (rows <= 32) c = {2, 4, 8};
+  else c = {2, 8, 8};
   if (swiglu) c.mt = 2;  // one row group of gate and the same of up
   const int mt_rows = swiglu ? c.mt / 2 : c.mt;
   if (c.nt <= 2) {
@@ -369,18 +384,18 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
 }
 
 // Pipeline depth: 3 k-tiles (2 in flight while one is computed; with 4-16 warps per SM that is
-// 20-70 KB of weights in flight per SM); the float types' wide tiles take 2 at 8 n-tiles
-// (run() sizes the CTA for it).
+// 20-70 KB of weights in flight per SM); 2 at 8 n-tiles, where a k-tile's tensor-core work
+// outlasts its loads (and the float types' wide tiles at 4); run() sizes the block for it.
 constexpr int stages_for(GgmlType t, int nt) {
   const bool wide = t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32;
-  return wide ? (nt >= 8 ? 2 : 3) : 3;
+  return nt >= 8 ? 2 : (wide && nt >= 4 ? 2 : 3);
 }
 
 template <GgmlType T, int MT, int NT, bool SW>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
   constexpr int kStages = stages_for(T, NT);
   auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
-  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps);
+  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps, args.rows_cap);
   MEMRA_ASSERT(static_cast<size_t>(MT * NT * 4) * 32 * warps * sizeof(float) <= smem, "partials fit in the stages");
   static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
   if (smem > configured) {
@@ -448,13 +463,15 @@ int pieces_of(GgmlType t) {
 void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
   args.segs = k_segments(args.n_kt);
   Config c = pick_config(args.rows, groups_total, args.segs, args.swiglu != 0);
+  args.rows_cap = static_cast<int>(std::min<int64_t>(8 * c.nt, args.rows));
   // The wide float types need fewer warps per CTA for their stages to fit in shared memory.
   constexpr int kSmemBudget = 227 << 10;  // the sm_90 per-block limit
   const int stages = stages_for(type, c.nt);
   auto smem = [&](int warps) {
     const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
     const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
-    return stages * (warps * c.mt * pieces_of(type) * 512 + c.nt * (kActTileBytes * (lo ? 2 : 1) + (sums ? kSumTileBytes : 0)));
+    return stages * (warps * c.mt * pieces_of(type) * 512 + args.rows_cap * kActRowBytes * (lo ? 2 : 1) +
+                     (sums ? c.nt * kSumTileBytes : 0));
   };
   while (c.warps > 1 && smem(c.warps) > kSmemBudget) c.warps /= 2;
   MEMRA_ASSERT(smem(c.warps) <= kSmemBudget, "matmul: {} bytes of shared memory for one warp", smem(c.warps));
