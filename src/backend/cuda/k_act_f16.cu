@@ -36,7 +36,7 @@ void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {
   if (out.rows == 0) return;
   const size_t smem = static_cast<size_t>(out.cols) * sizeof(float);
   MEMRA_ASSERT(smem <= (227u << 10), "act_f16: rows of {} floats do not fit in shared memory", out.cols);
-  static size_t configured = 48 << 10;
+  static size_t configured = 0;  // the dynamic shared memory limit raised so far (static + dynamic may pass 48 KiB)
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(act_f16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     configured = smem;

@@ -150,7 +150,7 @@ void rms_norm_act(const float* x, const float* w, float* out, const F16Act& act,
   MEMRA_ASSERT(dim <= int64_t{kNormThreads} * kMaxPerThread);
   if (rows == 0) return;
   const size_t smem = static_cast<size_t>(dim) * sizeof(float);
-  static size_t configured = 48 << 10;
+  static size_t configured = 0;  // the dynamic shared memory limit raised so far (static + dynamic may pass 48 KiB)
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(rms_norm_act_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(smem)));
