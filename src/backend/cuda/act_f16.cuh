@@ -56,11 +56,12 @@ __device__ __forceinline__ void write_act_row(const float* src, int64_t r, bool 
     reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
     reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
-  for (int64_t idx = tid; idx < a.n_kt * 8; idx += nt) {
-    const int64_t k0 = idx * 32;
-    float s = 0.0f;
-    for (int l = 0; l < 32; ++l) s = __fadd_rn(s, __half2float(__ushort_as_half(code(k0 + l))));
-    a.sums[(n8 * a.n_kt * 8 + idx) * 8 + g] = s;
+  // Block sums: warp w takes blocks w, w + n_warps, ...; lane l holds element l and warp_sum's
+  // fixed butterfly adds them (every lane gets the same bits).
+  const int lane = tid % kWarp, n_warps = nt / kWarp;
+  for (int64_t blk = tid / kWarp; blk < a.n_kt * 8; blk += n_warps) {
+    const float sum = warp_sum(__half2float(__ushort_as_half(code(blk * 32 + lane))));
+    if (lane == 0) a.sums[(n8 * a.n_kt * 8 + blk) * 8 + g] = sum;
   }
 }
 

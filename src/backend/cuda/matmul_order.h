@@ -6,7 +6,8 @@
 // rounded to f16:
 //   e_r   = ilogb(max_k |x_rk|) - 14, clamped to [-100, 113]; 0 for an all-zero or non-finite max
 //   x'_rk = f16_rn(x_rk * 2^-e_r)            (|x'| < 2^15: no f16 overflow, full f16 precision)
-//   s_rb  = x'_r,32b + x'_r,32b+1 + ... + x'_r,32b+31, summed left to right in float (K-quants)
+//   s_rb  = the float sum of x'_r,32b .. x'_r,32b+31 in common.cuh warp_sum's butterfly, element
+//           32b + l in lane l (K-quants)
 // e_r depends on row r alone, so the scaling is per sequence and batch-invariant.
 //
 // Weights. Row j's blocks of 32 elements give integer codes c (or f16 values) and float scales:
@@ -32,7 +33,7 @@
 // and C: the same instruction on the same operands gives the same bits in any fragment position.
 //
 // Order. The row's k-tiles (8 blocks, 256 columns, zero-padded) are cut into S segments, S =
-// k_segments(n_kt) (8 from 16 k-tiles on, 4 from 8, 2 from 4, else 1): segment s holds k-tiles
+// k_segments(n_kt) (8 from 32 k-tiles on, 4 from 8, 2 from 4, else 1): segment s holds k-tiles
 // [floor(s n_kt / S), floor((s+1) n_kt / S)). Within a segment acc starts at +0 and takes its
 // blocks in increasing b, one after another; padding blocks (zero codes, zero activations) add
 // exact zeros. The segments meet in a fixed pairwise tree: P0 + P1 (S = 2), (P0 + P1) + (P2 + P3)
@@ -67,7 +68,7 @@ constexpr int kGroupRows = 16;
 
 MEMRA_ORDER_HD constexpr int64_t k_tiles(int64_t n_in) { return (n_in + kTileK - 1) / kTileK; }
 MEMRA_ORDER_HD constexpr int64_t row_groups(int64_t n_out) { return (n_out + kGroupRows - 1) / kGroupRows; }
-MEMRA_ORDER_HD constexpr int k_segments(int64_t n_kt) { return n_kt >= 16 ? 8 : n_kt >= 8 ? 4 : n_kt >= 4 ? 2 : 1; }
+MEMRA_ORDER_HD constexpr int k_segments(int64_t n_kt) { return n_kt >= 32 ? 8 : n_kt >= 8 ? 4 : n_kt >= 4 ? 2 : 1; }
 
 // The power-of-two exponent of a row (or weight block) whose largest magnitude is `amax`.
 MEMRA_ORDER_HD inline int scale_exponent(float amax) {
