@@ -28,7 +28,7 @@ TEST(Knobs, DefaultsWhenUnset) {
   ScopedEnv b("MEMRA_CUDA_PDL", "");
   ScopedEnv c("MEMRA_PREFILL_CHUNK", "");
   EXPECT_EQ(knobs::get_string("MEMRA_CUDA_KV"), "f16");
-  EXPECT_FALSE(knobs::get_bool("MEMRA_CUDA_PDL"));
+  EXPECT_TRUE(knobs::get_bool("MEMRA_CUDA_PDL"));
   EXPECT_EQ(knobs::get_int("MEMRA_PREFILL_CHUNK"), 512);
 }
 

@@ -370,11 +370,12 @@ int sm_count() {
 // block as still leave every SM four blocks; larger ones share activation tiles among 8 warps.
 Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
   Config c;
-  if (rows <= 8) c = {1, 1, 4};
-  else if (rows <= 16) c = {1, 2, 4};
+  // Two m-tiles per warp: a warp's fixed costs per k-tile (waiting, the B fragments) are shared
+  // by two row groups (SwiGLU: one of gate and the same of up).
+  if (rows <= 8) c = {2, 1, 4};
+  else if (rows <= 16) c = {2, 2, 4};
   else if (rows <= 32) c = {2, 4, 8};
   else c = {2, 8, 8};
-  if (swiglu) c.mt = 2;  // one row group of gate and the same of up
   const int mt_rows = swiglu ? c.mt / 2 : c.mt;
   if (c.nt <= 2) {
     auto blocks = [&](int w) { return (groups + int64_t{w} * mt_rows - 1) / (int64_t{w} * mt_rows) * segs; };
@@ -436,10 +437,10 @@ void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStrea
     if (c.nt == 4) return launch_shape<T, 2, 4, true>(args, c.warps, row_tiles, stream);
     if (c.nt == 8) return launch_shape<T, 2, 8, true>(args, c.warps, row_tiles, stream);
   } else {
-    if (c.mt == 1 && c.nt == 1) return launch_shape<T, 1, 1, false>(args, c.warps, row_tiles, stream);
-    if (c.mt == 1 && c.nt == 2) return launch_shape<T, 1, 2, false>(args, c.warps, row_tiles, stream);
-    if (c.mt == 2 && c.nt == 4) return launch_shape<T, 2, 4, false>(args, c.warps, row_tiles, stream);
-    if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
+    if (c.nt == 1) return launch_shape<T, 2, 1, false>(args, c.warps, row_tiles, stream);
+    if (c.nt == 2) return launch_shape<T, 2, 2, false>(args, c.warps, row_tiles, stream);
+    if (c.nt == 4) return launch_shape<T, 2, 4, false>(args, c.warps, row_tiles, stream);
+    if (c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
   }
   MEMRA_ASSERT(false, "matmul: no kernel for shape {}x{}", c.mt, c.nt);
 }
