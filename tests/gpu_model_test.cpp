@@ -65,10 +65,8 @@ std::vector<float> teacher_forced(Engine& e, const std::vector<int32_t>& ids, bo
   return all;
 }
 
-TEST(GpuModel, TinyFixturesMatchReference) {
-  MEMRA_GPU_OR_SKIP(gpu);
-  gpu.reset();
-  for (std::string name : {"qwen35-tiny", "qwen3-tiny"}) {
+void expect_fixtures_match(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
     std::ifstream jf(test::fixture(name + ".json"));
     nlohmann::json j = nlohmann::json::parse(jf);
     std::ifstream lf(test::fixture(name + ".logits.f32"), std::ios::binary);
@@ -88,6 +86,20 @@ TEST(GpuModel, TinyFixturesMatchReference) {
       }
     }
   }
+}
+
+TEST(GpuModel, TinyFixturesMatchReference) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  gpu.reset();
+  expect_fixtures_match({"qwen35-tiny", "qwen3-tiny"});
+}
+
+// The mixture-of-experts architectures (router, grouped experts, shared expert; qwen3next's
+// grouped heads and fused beta/alpha projection) against Hugging Face.
+TEST(GpuModel, MoeFixturesMatchReference) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  gpu.reset();
+  expect_fixtures_match({"qwen35moe-tiny", "qwen3next-tiny"});
 }
 
 TEST(GpuModel, Synth9bFourLayersMatchesCpuForEveryType) {

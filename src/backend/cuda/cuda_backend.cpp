@@ -533,8 +533,72 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
 
 double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwidth(size_t{4} << 30, 9, stream_); }
 
-void CudaBackend::moe_ffn(const MoeWeights&, const float*, float*, int64_t, int64_t) {
-  fail("mixture-of-experts models are not supported on the CUDA backend yet; run them with --device cpu");
+// The routed experts run as two grouped launches over only the experts the step uses (gate+up
+// with SwiGLU, then down), the shared expert as a plain SwiGLU pair; moe_combine adds them in a
+// fixed order. x is the normed input (its f16 form is the norm's).
+void CudaBackend::moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) {
+  MEMRA_ASSERT(m.router.n_in == hidden && m.router.n_out == m.n_expert && m.n_used >= 1 && m.n_used <= m.n_expert);
+  if (rows == 0) return;
+  const int k = m.n_used;
+  const int64_t n_sel = rows * k, n_ff = m.gate_exps.n_out;
+  const F16Act a = activation(x, rows, hidden);
+  float* logits = scratch(static_cast<size_t>(rows * m.n_expert));
+  {
+    OpProfiler::Scope prof(profiler_, "moe router", 0);
+    const MatmulTarget t{&dev_weight(m.router), 0, logits, m.n_expert, false};
+    cuda::matmul(&t, 1, a, stream_);
+  }
+  MoeRouting r;
+  r.groups = static_cast<int>(std::min<int64_t>(n_sel, m.n_expert));
+  auto ints = [&](int64_t n) { return reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(n))); };
+  r.sel = ints(n_sel);
+  r.weight = scratch(static_cast<size_t>(n_sel));
+  r.pos = ints(n_sel);
+  r.act_row = ints(n_sel);
+  r.grp_off = ints(r.groups + 1);
+  r.grp_expert = ints(r.groups);
+  {
+    OpProfiler::Scope prof(profiler_, "moe route", 0);
+    moe_route(logits, rows, m.n_expert, k, m.norm_topk, r, stream_);
+  }
+  GroupedRows g;
+  g.grp_off = r.grp_off;
+  g.grp_expert = r.grp_expert;
+  g.act_row = r.act_row;
+  g.groups = r.groups;
+  g.max_rows = rows;  // an expert appears at most once among a row's k
+  const DevWeight& gate = dev_weight(m.gate_exps);
+  const DevWeight& up = dev_weight(m.up_exps);
+  const DevWeight& down = dev_weight(m.down_exps);
+  if (gate.type != up.type || gate.n_out != up.n_out)
+    fail("MoE experts: ffn_gate_exps ({}) and ffn_up_exps ({}) must share a type and shape on the CUDA backend",
+         quant::type_name(gate.type), quant::type_name(up.type));
+  float* act = scratch(static_cast<size_t>(n_sel * n_ff));
+  {
+    OpProfiler::Scope prof(profiler_, fmt::format("moe gate+up {} r{}", quant::type_name(gate.type), rows), 0);
+    matmul_grouped(gate, &up, a, g, act, stream_);
+  }
+  const F16Act a2 = activation(act, n_sel, n_ff);
+  float* y = scratch(static_cast<size_t>(n_sel * hidden));
+  g.act_row = nullptr;  // the grouped rows are in order now
+  {
+    OpProfiler::Scope prof(profiler_, fmt::format("moe down {} r{}", quant::type_name(down.type), rows), 0);
+    matmul_grouped(down, nullptr, a2, g, y, stream_);
+  }
+  float* shared = nullptr;
+  float* gate_logit = nullptr;
+  if (m.gate_shexp.valid()) {
+    float* sh = scratch(static_cast<size_t>(rows * m.gate_shexp.n_out));
+    swiglu(m.gate_shexp, m.up_shexp, x, sh, rows);
+    shared = scratch(static_cast<size_t>(rows * hidden));
+    matmul(m.down_shexp, sh, shared, rows, 0, false);
+    if (m.shexp_gate.valid()) {
+      gate_logit = scratch(static_cast<size_t>(rows));
+      matmul(m.shexp_gate, x, gate_logit, rows, 0, false);
+    }
+  }
+  OpProfiler::Scope prof(profiler_, "moe combine", 0);
+  moe_combine(y, r, k, shared, gate_logit, out, rows, hidden, stream_);
 }
 
 void CudaBackend::argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) {

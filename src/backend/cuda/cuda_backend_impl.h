@@ -38,7 +38,7 @@ class CudaBackend final : public Backend {
   void reset_scratch() override;
   size_t scratch_mark() const override { return arena_used_; }
   void scratch_release(size_t mark) override { arena_used_ = mark; }
-  bool supports_moe() const override { return false; }
+  bool supports_moe() const override { return true; }
   double measure_read_bandwidth() override;
   GgmlType kv_type() const override { return kv_type_; }
 

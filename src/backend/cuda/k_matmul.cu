@@ -57,6 +57,15 @@ struct Args {
   const uint8_t* act_lo;
   const float* sums;
   const int32_t* exps;
+  // Grouped launches (mixture-of-experts): grid z is a group slot; slot z multiplies matrix
+  // grp_expert[z] (mat_stride bytes apart in t[0].w / t[0].up) with the activation rows
+  // act_row[grp_off[z] .. grp_off[z+1]) (F16Act rows) and writes output rows grp_off[z] ...;
+  // a slot past the used ones has an empty range. Null grp_off: one group of `rows` rows.
+  const int32_t* grp_off;
+  const int32_t* grp_expert;
+  const int32_t* act_row;
+  size_t mat_stride;
+  int groups;  // grid z: group slots (1 without groups)
 };
 
 template <GgmlType T, int MT, int NT>
@@ -93,32 +102,53 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   const Target& tg = a.t[e];
   constexpr int mt_rows = SW ? MT / 2 : MT;  // row groups per warp
   const int rg0 = (tile - a.tile_begin[e]) * n_warps * mt_rows + warp * mt_rows;
+  const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
+
+  // The group: its rows and matrix. The tables come from the kernel before (routing), so a
+  // grouped launch reads them, and only then its weights, after the wait.
+  const bool grouped = a.grp_off != nullptr;
+  int64_t row0 = 0, rows = a.rows;
+  const uint8_t *wbase = tg.w, *ubase = tg.up;
+  if (grouped) {
+    pdl_wait();
+    const int z = static_cast<int>(blockIdx.z);
+    row0 = a.grp_off[z];
+    rows = a.grp_off[z + 1] - row0;
+    if (rows <= n8_0 * 8) return;  // the whole cluster (same x and z) leaves together
+    const size_t off = a.mat_stride * static_cast<size_t>(a.grp_expert[z]);
+    wbase += off;
+    if (SW) ubase += off;
+  }
   const uint8_t* wtile[MT];  // k-tile 0 of each m-tile's row group (nullptr: past the matrix)
 #pragma unroll
   for (int m = 0; m < MT; ++m) {
     const int rg = rg0 + (m % mt_rows);
-    const uint8_t* base = (SW && m >= mt_rows) ? tg.up : tg.w;
+    const uint8_t* base = (SW && m >= mt_rows) ? ubase : wbase;
     wtile[m] = rg < tg.n_rg ? base + static_cast<int64_t>(rg) * a.group_stride : nullptr;
   }
-  const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
-  const int64_t n8_rows = (a.rows + 7) / 8;                      // n-tiles that hold rows
 
   // Staged rows past the last activation row (the last block of rows) are never copied: zero
-  // them in every stage once.
-  const int64_t left = a.rows - n8_0 * 8;
+  // them in every stage once. src_row: each staged row's row in the F16Act.
+  const int64_t left = rows - n8_0 * 8;
   const int rows_here = left < rows_cap ? static_cast<int>(left) : rows_cap;
+  int64_t* src_row = reinterpret_cast<int64_t*>(smem + STAGES * stage_bytes);  // after the stages
+  for (int r = tid; r < rows_here; r += blockDim.x) {
+    const int64_t lr = row0 + n8_0 * 8 + r;
+    src_row[r] = a.act_row ? a.act_row[lr] : lr;
+  }
   for (int s = 0; s < STAGES; ++s) {
     uint4* st = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off);
     for (int i = rows_here * (kActRowBytes / 16) + tid; i < rows_cap * (kActRowBytes / 16); i += blockDim.x) {
       st[i] = make_uint4(0, 0, 0, 0);
       if constexpr (S::kUsesLo) st[lo_off / 16 + i] = make_uint4(0, 0, 0, 0);
     }
-    if constexpr (S::kUsesSums) {
-      uint4* q = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off + sums_off);
-      for (int i = tid; i < NT * kSumTileBytes / 16; i += blockDim.x)
-        if (n8_0 + i / (kSumTileBytes / 16) >= n8_rows) q[i] = make_uint4(0, 0, 0, 0);
+    if constexpr (S::kUsesSums) {  // [n][b][g] floats: row 8n + g
+      float* q = reinterpret_cast<float*>(smem + s * stage_bytes + act_off + sums_off);
+      for (int i = tid; i < NT * 64; i += blockDim.x)
+        if ((i / 64) * 8 + i % 8 >= rows_here) q[i] = 0.0f;
     }
   }
+  __syncthreads();  // src_row
 
   // k-tile kt of the segment goes to stage (kt - kt0) % STAGES.
   auto issue_weights = [&](int kt) {
@@ -146,22 +176,20 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   auto issue_acts = [&](int kt) {
     if (kt >= kt1) return;
     uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + act_off;
-    const int64_t tile0 = (n8_0 * a.n_kt + kt) * kActTileBytes;  // n-tile n adds n * n_kt * 4 KiB
     for (int i = tid; i < rows_here * 32; i += blockDim.x) {
       const int row = i >> 5, b = (i >> 2) & 7, pt = i & 3;
-      const int64_t src = tile0 + static_cast<int64_t>(row >> 3) * a.n_kt * kActTileBytes + b * 512 + (row & 7) * 64 + pt * 16;
+      const int64_t sr = src_row[row];
+      const int64_t src = ((sr >> 3) * a.n_kt + kt) * kActTileBytes + b * 512 + (sr & 7) * 64 + pt * 16;
       const int off = row * kActRowBytes + b * 64 + pt * 16;
       cp_async16(dst + off, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(dst + lo_off + off, a.act_lo + src);
     }
-    if constexpr (S::kUsesSums) {
-      constexpr int kSumPieces = kSumTileBytes / 16;
-      for (int i = tid; i < NT * kSumPieces; i += blockDim.x) {
-        const int n = i / kSumPieces;
-        const int64_t n8 = n8_0 + n;
-        if (n8 >= n8_rows) continue;
-        cp_async16(dst + sums_off + i * 16,
-                   reinterpret_cast<const uint8_t*>(a.sums) + (n8 * a.n_kt + kt) * kSumTileBytes + (i % kSumPieces) * 16);
+    if constexpr (S::kUsesSums) {  // one float per (row, block): sums[n8][kt][b][g]
+      for (int i = tid; i < rows_here * 8; i += blockDim.x) {
+        const int row = i >> 3, b = i & 7;
+        const int64_t sr = src_row[row];
+        cp_async4(dst + sums_off + (((row >> 3) * 8 + b) * 8 + (row & 7)) * 4,
+                  a.sums + ((sr >> 3) * a.n_kt + kt) * 64 + b * 8 + (sr & 7));
       }
     }
   };
@@ -173,7 +201,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     issue_weights(kt0 + s);
     cp_async_commit();
   }
-  pdl_wait();
+  if (!grouped) pdl_wait();
   pdl_launch_dependents();
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -323,7 +351,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   for (int n = 0; n < NT; ++n) {
 #pragma unroll
     for (int cc = 0; cc < 2; ++cc) {
-      const int64_t col = (n8_0 + n) * 8 + 2 * t + cc;
+      const int64_t lr = (n8_0 + n) * 8 + 2 * t + cc;  // the row within the group
 #pragma unroll
       for (int m = 0; m < mt_rows; ++m) {
         const int rg = rg0 + m;
@@ -332,9 +360,10 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
           const int i = 2 * h + cc;
           if (((m * NT + n) * 4 + i) % a.segs != seg) continue;
           const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * h;
-          if (col >= a.rows || j >= tg.n_out) continue;
-          const float scale = exp2_int(a.exps[col]);
-          float* orow = tg.out + col * tg.out_stride;
+          if (lr >= rows || j >= tg.n_out) continue;
+          const int r = static_cast<int>(lr - n8_0 * 8);  // staged row
+          const float scale = exp2_int(a.exps[src_row[r]]);
+          float* orow = tg.out + (row0 + lr) * tg.out_stride;
           const float v = __fmul_rn(total(m, n, i), scale);
           if constexpr (SW) {
             const float u = __fmul_rn(total(m + mt_rows, n, i), scale);
@@ -397,7 +426,9 @@ template <GgmlType T, int MT, int NT, bool SW>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
   constexpr int kStages = stages_for(T, NT);
   auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
-  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps, args.rows_cap);
+  // The stages, then the staged rows' source rows (int64 each).
+  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps, args.rows_cap) +
+                      sizeof(int64_t) * static_cast<size_t>(8 * NT);
   MEMRA_ASSERT(static_cast<size_t>(MT * NT * 4) * 32 * warps * sizeof(float) <= smem, "partials fit in the stages");
   static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
   if (smem > configured) {
@@ -409,7 +440,8 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
   MEMRA_ASSERT(seq_tiles <= 0x7fffffff && grid_y <= 65535, "matmul: launch too large ({} x {} blocks)", seq_tiles,
                grid_y);
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(seq_tiles), static_cast<unsigned>(grid_y));
+  MEMRA_ASSERT(args.groups >= 1 && args.groups <= 65535);
+  cfg.gridDim = dim3(static_cast<unsigned>(seq_tiles), static_cast<unsigned>(grid_y), static_cast<unsigned>(args.groups));
   cfg.blockDim = dim3(32 * warps);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
@@ -473,7 +505,8 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
     const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
     const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
     return stages * (warps * c.mt * pieces_of(type) * 512 + args.rows_cap * kActRowBytes * (lo ? 2 : 1) +
-                     (sums ? c.nt * kSumTileBytes : 0));
+                     (sums ? c.nt * kSumTileBytes : 0)) +
+           8 * 8 * c.nt;
   };
   while (c.warps > 1 && smem(c.warps) > kSmemBudget) c.warps /= 2;
   MEMRA_ASSERT(smem(c.warps) <= kSmemBudget, "matmul: {} bytes of shared memory for one warp", smem(c.warps));
@@ -506,6 +539,7 @@ Args base_args(const DevWeight& w, const F16Act& x) {
   a.tile_bytes = static_cast<int>(w.tile_bytes);
   a.n_kt = static_cast<int>(w.n_kt);
   a.rows = x.rows;
+  a.groups = 1;
   a.act = x.frag;
   a.act_lo = x.frag_lo;
   a.sums = x.sums;
@@ -544,6 +578,24 @@ void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, 
   a.swiglu = 1;
   const int64_t groups[1] = {gate.n_rg};
   run(a, gate.type, gate.n_rg, groups, 1, stream);
+}
+
+void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, const GroupedRows& g, float* out,
+                    cudaStream_t stream) {
+  MEMRA_ASSERT(!up || (up->type == w.type && up->n_in == w.n_in && up->n_out == w.n_out && up->n_mat == w.n_mat));
+  MEMRA_ASSERT(g.groups >= 1 && g.max_rows >= 1 && g.grp_off && g.grp_expert);
+  Args a = base_args(w, x);
+  a.rows = g.max_rows;  // tile shape and staging: a group has at most this many rows
+  a.t[0] = Target{w.data, up ? up->data : nullptr, out, w.n_out, w.n_out, static_cast<int>(w.n_rg), 0};
+  a.swiglu = up ? 1 : 0;
+  a.grp_off = g.grp_off;
+  a.grp_expert = g.grp_expert;
+  a.act_row = g.act_row;
+  a.mat_stride = w.mat_stride;
+  a.groups = g.groups;
+  // The warps choice counts every group's rows as if all groups were full.
+  const int64_t groups[1] = {w.n_rg};
+  run(a, w.type, w.n_rg * g.groups, groups, 1, stream);
 }
 
 }  // namespace memra::cuda

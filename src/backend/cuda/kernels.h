@@ -46,8 +46,44 @@ struct MatmulTarget {
 void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t stream);
 // act[r, j] = silu(x . gate[j]) * (x . up[j]), the bits of two matmul() calls and silu_mul.
 void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, float* act, cudaStream_t stream);
+// Rows of a grouped (mixture-of-experts) launch, device tables written by moe_route: group slot
+// z uses matrix grp_expert[z] and the grouped rows grp_off[z] .. grp_off[z + 1] (empty past the
+// used slots); grouped row i reads F16Act row act_row[i] (null: row i) and writes output row i.
+struct GroupedRows {
+  const int32_t* grp_off = nullptr;     // groups + 1
+  const int32_t* grp_expert = nullptr;  // groups
+  const int32_t* act_row = nullptr;
+  int groups = 0;        // group slots (an upper bound on the groups used)
+  int64_t max_rows = 0;  // an upper bound on the rows of one group
+};
+// out[i, j] = x[act_row[i], :] . W[grp_expert[z]][j, :] for each grouped row i of slot z; with
+// `up`, out[i, j] = silu(that) * (x . up[grp_expert[z]][j, :]). The bits of matmul() on that row.
+void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, const GroupedRows& g, float* out,
+                    cudaStream_t stream);
 // MEMRA_CUDA_PDL: programmatic dependent launch for every kernel launched through launch.cuh.
 void set_pdl_enabled(bool on);
+
+// ---- mixture of experts (k_moe.cu) ----
+// Device buffers of one layer's routing: per row the k selected experts and their weights (rank
+// order), each selection's grouped row, and the GroupedRows tables (groups = min(rows * k,
+// n_expert) slots).
+struct MoeRouting {
+  int32_t* sel = nullptr;       // rows * k
+  float* weight = nullptr;      // rows * k
+  int32_t* pos = nullptr;       // rows * k
+  int32_t* grp_off = nullptr;   // groups + 1
+  int32_t* grp_expert = nullptr;  // groups
+  int32_t* act_row = nullptr;   // rows * k
+  int groups = 0;
+};
+// Per row: softmax over the router logits in float64, the top k (ties: the lowest expert id),
+// weights renormalised to sum 1 when norm_topk; then the selections grouped by expert.
+void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm_topk, const MoeRouting& r,
+               cudaStream_t stream);
+// out[r, :] += sum over i in rank order of weight_i * y[pos_i, :] (a float fma chain), then
+// + sigmoid(gate_logit[r]) * shared[r, :] (gate 1 without gate_logit; no term without shared).
+void moe_combine(const float* y, const MoeRouting& r, int k, const float* shared, const float* gate_logit, float* out,
+                 int64_t rows, int64_t hidden, cudaStream_t stream);
 
 // ---- row-wise ----
 void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, float* out, cudaStream_t stream);
