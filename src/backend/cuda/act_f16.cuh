@@ -11,17 +11,6 @@
 
 namespace memra::cuda {
 
-// Max over a block of blockDim.x threads (a multiple of 32); `shared` needs 32 floats. NaN
-// never wins (fmaxf), so a row's scale ignores NaNs, which then propagate through the products.
-__device__ __forceinline__ float block_max(float v, float* shared) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
-  v = warp_max(v);
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  return warp_max(lane < n_warps ? shared[lane] : 0.0f);
-}
-
 // Row r (src: its cols floats, readable by every thread; valid == false: a padding row of the
 // last n-tile, written as zeros without reading src).
 __device__ __forceinline__ void write_act_row(const float* src, int64_t r, bool valid, const F16Act& a,

@@ -29,15 +29,21 @@ __device__ __forceinline__ float warp_max(float v) {
 // Sum over a block of blockDim.x threads (a multiple of 32, at most 1024) in a fixed tree:
 // warp butterflies, then the warp totals in warp order by warp 0's butterfly. `shared` needs 32
 // floats. Every thread gets the result.
-__device__ __forceinline__ float block_sum(float v, float* shared) {
+template <typename WarpOp>
+__device__ __forceinline__ float block_reduce(float v, float* shared, float identity, WarpOp warp_op) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
-  v = warp_sum(v);
+  v = warp_op(v);
   __syncthreads();
   if (lane == 0) shared[warp] = v;
   __syncthreads();
-  float t = lane < n_warps ? shared[lane] : 0.0f;
-  t = warp_sum(t);
-  return t;
+  return warp_op(lane < n_warps ? shared[lane] : identity);
+}
+__device__ __forceinline__ float block_sum(float v, float* shared) {
+  return block_reduce(v, shared, 0.0f, [](float x) { return warp_sum(x); });
+}
+// Max in the same shape; NaN never wins (fmaxf). Values are magnitudes here (identity 0).
+__device__ __forceinline__ float block_max(float v, float* shared) {
+  return block_reduce(v, shared, 0.0f, [](float x) { return warp_max(x); });
 }
 
 __device__ __forceinline__ float silu(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }

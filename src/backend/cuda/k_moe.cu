@@ -38,16 +38,19 @@ __device__ __forceinline__ int block_argmax(const double* p, const unsigned char
       best = p[e];
       id = e;
     }
-  auto better = [](double a, int ia, double b, int ib) { return a > b || (a == b && ia < ib); };
+  // Every lane ends with the warp's best (ties: lowest id).
+  auto warp_best = [&] {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const double ob = __shfl_xor_sync(0xffffffffu, best, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, id, o);
-    if (better(ob, oi, best, id)) {
-      best = ob;
-      id = oi;
+    for (int o = 16; o > 0; o >>= 1) {
+      const double ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, id, o);
+      if (ob > best || (ob == best && oi < id)) {
+        best = ob;
+        id = oi;
+      }
     }
-  }
+  };
+  warp_best();
   __syncthreads();
   if (lane == 0) {
     sv[warp] = best;
@@ -56,15 +59,7 @@ __device__ __forceinline__ int block_argmax(const double* p, const unsigned char
   __syncthreads();
   best = lane < n_warps ? sv[lane] : -1.0;
   id = lane < n_warps ? si[lane] : n;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const double ob = __shfl_xor_sync(0xffffffffu, best, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, id, o);
-    if (better(ob, oi, best, id)) {
-      best = ob;
-      id = oi;
-    }
-  }
+  warp_best();
   return id;
 }
 

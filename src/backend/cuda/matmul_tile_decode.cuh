@@ -48,6 +48,18 @@ struct BlockFrags {
   uint32_t a[2][4];
 };
 
+// Fragments from two float-value pieces (the 4 half2 pairs of rows g and g + 8).
+__device__ __forceinline__ void pairs_to_frags(const uint4& g, const uint4& h, BlockFrags& fr) {
+  fr.a[0][0] = g.x;
+  fr.a[0][1] = h.x;
+  fr.a[0][2] = g.y;
+  fr.a[0][3] = h.y;
+  fr.a[1][0] = g.z;
+  fr.a[1][1] = h.z;
+  fr.a[1][2] = g.w;
+  fr.a[1][3] = h.w;
+}
+
 // The tile state a lane keeps per k-tile and m-tile besides the pieces (decoded once per k-tile).
 template <GgmlType T>
 struct TileRegs {
@@ -128,15 +140,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const TileRegs<T
     fr.a[1][2] = int8_pair(g1, 1);
     fr.a[1][3] = int8_pair(h1, 1);
   } else if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
-    const uint4 g = lds<uint4>(wl + (2 * B) * 512), h = lds<uint4>(wl + (2 * B + 1) * 512);
-    fr.a[0][0] = g.x;
-    fr.a[0][1] = h.x;
-    fr.a[0][2] = g.y;
-    fr.a[0][3] = h.y;
-    fr.a[1][0] = g.z;
-    fr.a[1][1] = h.z;
-    fr.a[1][2] = g.w;
-    fr.a[1][3] = h.w;
+    pairs_to_frags(lds<uint4>(wl + (2 * B) * 512), lds<uint4>(wl + (2 * B + 1) * 512), fr);
   }
 
   // Scales.
@@ -180,15 +184,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const TileRegs<T
 
 // F32: the hi and lo fragments of block B (four products chained).
 __device__ __forceinline__ void decode_block_f32(const uint8_t* wl, int B, int part, BlockFrags& fr) {
-  const uint4 g = lds<uint4>(wl + (4 * B + 2 * part) * 512), h = lds<uint4>(wl + (4 * B + 2 * part + 1) * 512);
-  fr.a[0][0] = g.x;
-  fr.a[0][1] = h.x;
-  fr.a[0][2] = g.y;
-  fr.a[0][3] = h.y;
-  fr.a[1][0] = g.z;
-  fr.a[1][1] = h.z;
-  fr.a[1][2] = g.w;
-  fr.a[1][3] = h.w;
+  pairs_to_frags(lds<uint4>(wl + (4 * B + 2 * part) * 512), lds<uint4>(wl + (4 * B + 2 * part + 1) * 512), fr);
 }
 
 }  // namespace memra::cuda

@@ -36,6 +36,7 @@
 
 #include "backend/cuda/matmul_order.h"
 #include "common/ggml_type.h"
+#include "quant/quant.h"
 
 #ifdef __CUDACC__
 #include <cuda_fp16.h>
@@ -98,27 +99,7 @@ MEMRA_ORDER_HD inline float f16_bits_to_float(uint16_t h) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(h));  // the conversion instruction
 #else
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  } else if (man == 0) {
-    bits = sign;
-  } else {
-    int e = -1;
-    do {
-      man <<= 1;
-      ++e;
-    } while ((man & 0x400u) == 0);
-    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((man & 0x3ffu) << 13);
-  }
-  union {
-    uint32_t u;
-    float f;
-  } v{bits};
-  return v.f;
+  return quant::f16_to_f32(h);
 #endif
 }
 
