@@ -8,7 +8,8 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/engine.h"
+#include "engine/engine.h"
+#include "engine_test_util.h"
 #include "test_util.h"
 
 namespace memra {
@@ -42,7 +43,7 @@ TEST(BatchInvariance, CpuDecodeIsBitIdenticalAloneAndBatched) {
       SequenceCache* s = seq.get();
       std::vector<float> row;
       for (int i = 0; i < steps; ++i) {
-        e->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&feed[b][i], 1), row);
+        test::decode_logits(*e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&feed[b][i], 1), row);
         alone[b].insert(alone[b].end(), row.begin(), row.end());
       }
     }
@@ -66,7 +67,7 @@ TEST(BatchInvariance, CpuDecodeIsBitIdenticalAloneAndBatched) {
       }
       if (members.empty()) continue;
       std::vector<float> logits;
-      e->decode(ptrs, toks, logits);
+      test::decode_logits(*e, ptrs, toks, logits);
       for (size_t m = 0; m < members.size(); ++m) {
         const int b = members[m];
         ASSERT_EQ(0, std::memcmp(logits.data() + m * n_vocab, alone[b].data() + static_cast<size_t>(next_step[b]) * n_vocab,
@@ -97,8 +98,8 @@ TEST(BatchInvariance, CpuChunkedFeedEqualsWholePrefill) {
   std::vector<float> da, db;
   SequenceCache* pa = a.get();
   SequenceCache* pb = b.get();
-  e->decode(std::span<SequenceCache* const>(&pa, 1), std::span<const int32_t>(&t, 1), da);
-  e->decode(std::span<SequenceCache* const>(&pb, 1), std::span<const int32_t>(&t, 1), db);
+  test::decode_logits(*e, std::span<SequenceCache* const>(&pa, 1), std::span<const int32_t>(&t, 1), da);
+  test::decode_logits(*e, std::span<SequenceCache* const>(&pb, 1), std::span<const int32_t>(&t, 1), db);
   EXPECT_EQ(0, std::memcmp(da.data(), db.data(), da.size() * sizeof(float)));
 }
 

@@ -8,8 +8,9 @@
 #include <fstream>
 #include <memory>
 
-#include "runtime/engine.h"
-#include "runtime/sampling.h"
+#include "engine/engine.h"
+#include "engine_test_util.h"
+#include "step/sampling.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,7 +40,7 @@ TEST(DemoModel, GreedyTextMatchesReference) {
     for (size_t i = 0; i < n; ++i) {
       int32_t t = argmax(logits);
       out.push_back(t);
-      if (i + 1 < n) e->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
+      if (i + 1 < n) test::decode_logits(*e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
     }
     EXPECT_EQ(out, c["greedy_ids"].get<std::vector<int32_t>>()) << c["prompt"];
     EXPECT_EQ(tok.decode(out), c["greedy_text"].get<std::string>());

@@ -24,8 +24,8 @@
 #include "common/error.h"
 #include "model/config.h"
 #include "quant/quant.h"
-#include "runtime/sequence_cache.h"
-#include "runtime/step_plan.h"
+#include "step/sequence_cache.h"
+#include "step/step_plan.h"
 
 namespace memra {
 namespace {
@@ -60,14 +60,14 @@ constexpr double kAttnTol = 2e-3;
 constexpr double kAttnTolQ8 = 4e-2;
 
 // A CUDA backend whose KV cache is `kv` (MEMRA_CUDA_KV), or null without a GPU.
-std::unique_ptr<Backend> gpu_with_kv(const char* kv) {
-  test::ScopedEnv knob("MEMRA_CUDA_KV", kv);
-  return test::make_gpu_backend();
+std::unique_ptr<Backend> gpu_with_kv(GgmlType kv) {
+  CudaOptions o = test::gpu_options();
+  o.kv_type = kv;
+  return test::make_gpu_backend(o);
 }
 
 ModelConfig make_config(const Dims& d) {
   ModelConfig c;
-  c.arch = d.gated ? Arch::Qwen35 : Arch::Qwen3;
   c.n_layer = kLayers;
   c.n_embd = d.n_head * d.head_dim;
   c.n_vocab = 16;
@@ -149,8 +149,8 @@ class Rig {
   // K/V rows are returned through k_hist / v_hist when given.
   int add_sequence(int32_t depth, uint64_t seed, std::vector<float>* k_hist = nullptr,
                    std::vector<float>* v_hist = nullptr) {
-    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_, kMaxCtx));
-    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_, kMaxCtx));
+    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_.cache_shape(cpu_->kv_type()), kMaxCtx));
+    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_.cache_shape(gpu_.kv_type()), kMaxCtx));
     SequenceCache& c = *cpu_seqs_.back();
     SequenceCache& g = *gpu_seqs_.back();
     if (k_hist) k_hist->clear();
@@ -292,10 +292,10 @@ TEST(GpuAttentionNormRope, MatchesCpuAndLeavesGatesAlone) {
     StepPlan pc, pg;
     for (size_t i = 0; i < std::size(starts); ++i) {
       // qk_norm_rope reads positions only: the caches need no room.
-      caches.push_back(std::make_unique<SequenceCache>(*cpu, cfg, kMaxCtx));
+      caches.push_back(std::make_unique<SequenceCache>(*cpu, cfg.cache_shape(cpu->kv_type()), kMaxCtx));
       const std::vector<int32_t> toks(static_cast<size_t>(rows_of_seq[i]), 0);
       pc.add(caches.back().get(), toks.data(), rows_of_seq[i], starts[i]);
-      caches.push_back(std::make_unique<SequenceCache>(*gpu, cfg, kMaxCtx));
+      caches.push_back(std::make_unique<SequenceCache>(*gpu, cfg.cache_shape(gpu->kv_type()), kMaxCtx));
       pg.add(caches.back().get(), toks.data(), rows_of_seq[i], starts[i]);
     }
     const int64_t rows = pc.n_rows();
@@ -514,7 +514,7 @@ std::vector<uint8_t> q8_rows(const std::vector<float>& x, int64_t kv) {
 
 TEST(GpuAttentionKvAppendQ8, RowsAreBlockQuantized) {
   MEMRA_GPU_OR_SKIP(probe);
-  auto gpu = gpu_with_kv("q8_0");
+  auto gpu = gpu_with_kv(GgmlType::Q8_0);
   ASSERT_EQ(gpu->kv_type(), GgmlType::Q8_0);
   for (const Dims& d : {k9B, kTiny}) {
     Rig rig(*gpu, d, kAttnTolQ8);
@@ -539,11 +539,11 @@ TEST(GpuAttentionKvAppendQ8, RowsAreBlockQuantized) {
 // A model whose KV rows do not split into 64-value pieces gets a clear error, not an abort.
 TEST(GpuAttentionKvQ8Shape, UnsupportedWidthIsAnError) {
   MEMRA_GPU_OR_SKIP(probe);
-  auto gpu = gpu_with_kv("q8_0");
+  auto gpu = gpu_with_kv(GgmlType::Q8_0);
   const Dims odd{"head-80", 6, 3, 80, 80, true, 1e7f};  // kv_dim 240
   ModelConfig cfg = make_config(odd);
   try {
-    SequenceCache cache(*gpu, cfg, 1024);
+    SequenceCache cache(*gpu, cfg.cache_shape(gpu->kv_type()), 1024);
     ADD_FAILURE() << "an 8-bit cache of 240-value rows was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("MEMRA_CUDA_KV=f16"), std::string::npos) << e.what();
@@ -553,7 +553,7 @@ TEST(GpuAttentionKvQ8Shape, UnsupportedWidthIsAnError) {
 // Attention over the 8-bit cache against the CPU's float cache, and its exactness in batches.
 TEST(GpuAttentionQ8Cache, MatchesCpuAndIsBatchInvariant) {
   MEMRA_GPU_OR_SKIP(probe);
-  auto gpu = gpu_with_kv("q8_0");
+  auto gpu = gpu_with_kv(GgmlType::Q8_0);
   check_decode(*gpu, k9B, false, kAttnTolQ8);
   check_decode(*gpu, kTiny, false, kAttnTolQ8);
   check_prefill(*gpu, k9B, kAttnTolQ8);
@@ -582,7 +582,7 @@ TEST(GpuAttentionPerf, DecodeCostByDepth) {
     StepPlan plan;
     const int32_t tok = 0;
     for (int i = 0; i < c.b; ++i) {
-      caches.push_back(std::make_unique<SequenceCache>(*gpu, cfg, kMaxCtx));
+      caches.push_back(std::make_unique<SequenceCache>(*gpu, cfg.cache_shape(gpu->kv_type()), kMaxCtx));
       caches.back()->reserve(c.depth + 1);
       plan.add(caches.back().get(), &tok, 1, c.depth);
     }

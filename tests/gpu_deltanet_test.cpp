@@ -22,8 +22,8 @@
 
 #include "gpu_test_util.h"
 #include "model/config.h"
-#include "runtime/sequence_cache.h"
-#include "runtime/step_plan.h"
+#include "step/sequence_cache.h"
+#include "step/step_plan.h"
 
 namespace memra {
 namespace {
@@ -69,7 +69,6 @@ const NamedShape kAllShapes[] = {kQwen35_9b, kTiny, kDemo, kNext80b, kNextTiny, 
 
 ModelConfig make_config(const GdnShape& s) {
   ModelConfig c;
-  c.arch = s.head_map == GdnHeadMap::Grouped ? Arch::Qwen3Next : Arch::Qwen35;
   c.n_layer = kLayers;
   c.ssm_n_k = s.n_k;
   c.ssm_n_v = s.n_v;
@@ -176,7 +175,7 @@ class Rig {
         ssm_a_(be, w.ssm_a),
         dt_bias_(be, w.dt_bias),
         norm_w_(be, w.norm_w) {
-    for (int i = 0; i < n_seqs; ++i) caches_.push_back(std::make_unique<SequenceCache>(be, cfg, 4096));
+    for (int i = 0; i < n_seqs; ++i) caches_.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type()), 4096));
   }
 
   SequenceCache& cache(int i) { return *caches_[i]; }
@@ -289,10 +288,11 @@ struct Pair {
 };
 
 // A CUDA backend with prompts through the chunked core (MEMRA_CUDA_GDN_CHUNKED) or not; null
-// without a GPU. The knob is read when the backend is made.
+// without a GPU.
 std::unique_ptr<Backend> gpu_backend(bool chunked) {
-  test::ScopedEnv knob("MEMRA_CUDA_GDN_CHUNKED", chunked ? "1" : "0");
-  return test::make_gpu_backend();
+  CudaOptions o = test::gpu_options();
+  o.gdn_chunked = chunked;
+  return test::make_gpu_backend(o);
 }
 
 const char* mode_name(bool chunked) { return chunked ? " [chunked]" : " [recurrent]"; }

@@ -12,7 +12,7 @@
 
 #include "gpu_test_util.h"
 #include "quant/quant.h"
-#include "runtime/step_plan.h"
+#include "step/step_plan.h"
 
 namespace memra {
 namespace {

@@ -11,8 +11,9 @@
 #include <random>
 
 #include "gpu_test_util.h"
-#include "runtime/engine.h"
-#include "runtime/sampling.h"
+#include "engine/engine.h"
+#include "engine_test_util.h"
+#include "step/sampling.h"
 #include "synth/synth.h"
 #include "test_util.h"
 
@@ -42,10 +43,12 @@ std::string synth_file(const std::string& arch, const std::string& shape, const 
   return path;
 }
 
-std::unique_ptr<Engine> open(const std::string& path, const std::string& device) {
+std::unique_ptr<Engine> open(const std::string& path, const std::string& device,
+                             const CudaOptions& cuda = test::gpu_options()) {
   EngineOptions o;
   o.device = device;
   o.ctx = 4096;
+  o.cuda = cuda;
   return Engine::open(path, o);
 }
 
@@ -59,7 +62,7 @@ std::vector<float> teacher_forced(Engine& e, const std::vector<int32_t>& ids, bo
   SequenceCache* s = seq.get();
   std::vector<float> row;
   for (int32_t id : ids) {
-    e.decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&id, 1), row);
+    test::decode_logits(e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&id, 1), row);
     all.insert(all.end(), row.begin(), row.end());
   }
   return all;
@@ -146,22 +149,26 @@ TEST(GpuModel, GreedyDecodeIsDeterministic) {
     for (int i = 0; i < 256; ++i) {
       int32_t t = argmax(logits);
       out.push_back(t);
-      e->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
+      test::decode_logits(*e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
     }
   }
   EXPECT_EQ(runs[0], runs[1]);
 }
 
-// Logits with CUDA knobs all at 0 or all at 1 (knobs are read when the engine opens its
-// backend): prefill, decode one token at a time, and decode steps of B = 2, 5 and 11 sequences of
-// different lengths (several tile shapes of the matmul family).
-std::vector<float> run_with_knobs(const std::string& path, const std::vector<const char*>& knobs, bool on) {
-  std::unique_ptr<Engine> e;
-  {
-    std::vector<std::unique_ptr<test::ScopedEnv>> set;
-    for (const char* k : knobs) set.push_back(std::make_unique<test::ScopedEnv>(k, on ? "1" : "0"));
-    e = open(path, "cuda");
-  }
+// A CUDA speed switch: its knob's name (for messages) and its option.
+struct Switch {
+  const char* knob;
+  bool CudaOptions::*option;
+};
+constexpr Switch kPdl{"MEMRA_CUDA_PDL", &CudaOptions::pdl};
+
+// Logits with CUDA switches all off or all on over `base` (the run's options): prefill, decode one
+// token at a time, and decode steps of B = 2, 5 and 11 sequences of different lengths (several
+// tile shapes of the matmul family).
+std::vector<float> run_with_knobs(const std::string& path, const std::vector<Switch>& knobs, bool on,
+                                  CudaOptions base) {
+  for (const Switch& k : knobs) base.*k.option = on;
+  std::unique_ptr<Engine> e = open(path, "cuda", base);
   std::vector<int32_t> ids;
   for (int i = 0; i < 40; ++i) ids.push_back((i * 7919 + 13) % 1000 + 5);
   std::vector<float> all = teacher_forced(*e, ids, false);
@@ -180,7 +187,7 @@ std::vector<float> run_with_knobs(const std::string& path, const std::vector<con
     for (int step = 0; step < 3; ++step) {
       std::vector<int32_t> toks;
       for (int i = 0; i < b; ++i) toks.push_back(ids[(i * 5 + step) % ids.size()]);
-      e->decode(ptrs, toks, rows);
+      test::decode_logits(*e, ptrs, toks, rows);
       all.insert(all.end(), rows.begin(), rows.end());
     }
   }
@@ -188,15 +195,15 @@ std::vector<float> run_with_knobs(const std::string& path, const std::vector<con
 }
 
 // Logits bit-identical with `knobs` at 0 and at 1 on a 9B-shaped Q4_0 model.
-void expect_knobs_change_no_bits(const std::vector<const char*>& knobs) {
+void expect_knobs_change_no_bits(const std::vector<Switch>& knobs, const CudaOptions& base = test::gpu_options()) {
   const std::string path = synth_file("qwen35", "9b", "q4_0", 4);
-  const std::vector<float> off = run_with_knobs(path, knobs, false), on = run_with_knobs(path, knobs, true);
+  const std::vector<float> off = run_with_knobs(path, knobs, false, base), on = run_with_knobs(path, knobs, true, base);
   ASSERT_EQ(off.size(), on.size());
   size_t first = off.size();
   for (size_t i = 0; i < off.size() && first == off.size(); ++i)
     if (std::memcmp(&off[i], &on[i], sizeof(float)) != 0) first = i;
   std::string names;
-  for (const char* k : knobs) names += std::string(names.empty() ? "" : "+") + k;
+  for (const Switch& k : knobs) names += std::string(names.empty() ? "" : "+") + k.knob;
   EXPECT_EQ(first, off.size()) << "logits differ between " << names << " = 0 and 1, first at element " << first;
 }
 
@@ -205,8 +212,9 @@ void expect_knobs_change_no_bits(const std::vector<const char*>& knobs) {
 TEST(GpuModel, PdlWithChunkedPrefillIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
-  test::ScopedEnv chunked("MEMRA_CUDA_GDN_CHUNKED", "1");
-  expect_knobs_change_no_bits({"MEMRA_CUDA_PDL"});
+  CudaOptions chunked = test::gpu_options();
+  chunked.gdn_chunked = true;
+  expect_knobs_change_no_bits({kPdl}, chunked);
 }
 
 // Programmatic dependent launch changes when kernels start, never what they compute (a kernel
@@ -214,7 +222,7 @@ TEST(GpuModel, PdlWithChunkedPrefillIsBitIdentical) {
 TEST(GpuModel, ProgrammaticDependentLaunchIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
-  expect_knobs_change_no_bits({"MEMRA_CUDA_PDL"});
+  expect_knobs_change_no_bits({kPdl});
 }
 
 // Decode B sequences together and each alone: every logits row must match bit for bit.
@@ -244,7 +252,7 @@ TEST(GpuModel, BatchedDecodeIsBitIdenticalToAlone) {
     SequenceCache* s = seq.get();
     std::vector<float> row;
     for (int i = 0; i < steps; ++i) {
-      e->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&feed[b][i], 1), row);
+      test::decode_logits(*e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&feed[b][i], 1), row);
       alone[b].insert(alone[b].end(), row.begin(), row.end());
     }
   }
@@ -264,7 +272,7 @@ TEST(GpuModel, BatchedDecodeIsBitIdenticalToAlone) {
     for (int i = 0; i < steps; ++i) {
       std::vector<int32_t> toks;
       for (int b : members) toks.push_back(feed[b][i]);
-      e->decode(ptrs, toks, logits);
+      test::decode_logits(*e, ptrs, toks, logits);
       for (size_t m = 0; m < members.size(); ++m)
         ASSERT_EQ(0, std::memcmp(logits.data() + m * n_vocab, alone[members[m]].data() + static_cast<size_t>(i) * n_vocab,
                                  n_vocab * sizeof(float)))

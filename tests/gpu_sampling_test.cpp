@@ -21,9 +21,9 @@
 #include "backend/cuda/sample_host.h"
 #include "common/error.h"
 #include "gpu_test_util.h"
-#include "runtime/det_math.h"
-#include "runtime/philox.h"
-#include "runtime/sampling.h"
+#include "step/det_math.h"
+#include "step/philox.h"
+#include "step/sampling.h"
 
 namespace memra {
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/options.h"
 #include "test_util.h"
 #ifdef MEMRA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -18,10 +19,20 @@
 
 namespace memra::test {
 
-// The CUDA backend, or nullptr when this build or machine has none.
-inline std::unique_ptr<Backend> make_gpu_backend() {
+// The CUDA options the GPU tests start from: the test process's MEMRA_CUDA_* knobs, parsed once
+// here as the command does (scripts/gpu-check.sh reruns the model tests with a speed-up switched
+// on that way). Each test sets what it tests on top of them.
+inline const CudaOptions& gpu_options() {
+  static const CudaOptions options = engine_options_from_knobs().cuda;
+  return options;
+}
+
+// The CUDA backend with `options`, or nullptr when this build or machine has none.
+inline std::unique_ptr<Backend> make_gpu_backend(const CudaOptions& options = gpu_options()) {
 #ifdef MEMRA_HAVE_CUDA
-  if (cuda_device_available()) return make_cuda_backend();
+  if (cuda_device_available()) return make_cuda_backend(options);
+#else
+  (void)options;
 #endif
   return nullptr;
 }

@@ -8,8 +8,9 @@
 #include <fstream>
 #include <vector>
 
-#include "runtime/engine.h"
-#include "runtime/sampling.h"
+#include "engine/engine.h"
+#include "engine_test_util.h"
+#include "step/sampling.h"
 #include "test_util.h"
 
 namespace memra {
@@ -74,7 +75,7 @@ std::vector<float> run_decode(const std::string& model, const std::vector<int32_
   SequenceCache* s = seq.get();
   std::vector<float> all, row;
   for (int32_t id : ids) {
-    e->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&id, 1), row);
+    test::decode_logits(*e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&id, 1), row);
     all.insert(all.end(), row.begin(), row.end());
   }
   return all;
@@ -117,7 +118,7 @@ TEST_P(FixtureModel, GreedyReproducesReferenceTokens) {
     for (size_t i = 0; i < c.greedy.size(); ++i) {
       int32_t t = argmax(logits);
       got.push_back(t);
-      e->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
+      test::decode_logits(*e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
     }
     EXPECT_EQ(got, c.greedy) << name;
   }

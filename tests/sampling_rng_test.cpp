@@ -7,8 +7,8 @@
 #include <limits>
 #include <random>
 
-#include "runtime/det_math.h"
-#include "runtime/philox.h"
+#include "step/det_math.h"
+#include "step/philox.h"
 
 namespace memra {
 namespace {

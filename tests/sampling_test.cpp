@@ -1,4 +1,4 @@
-// The sampler pipeline (runtime/sampling.h): adjustments, greedy, candidate filters, the
+// The sampler pipeline (step/sampling.h): adjustments, greedy, candidate filters, the
 // Gumbel-max draw and its distribution, parameter validation.
 #include <gtest/gtest.h>
 
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/det_math.h"
-#include "runtime/philox.h"
-#include "runtime/sampling.h"
+#include "step/det_math.h"
+#include "step/philox.h"
+#include "step/sampling.h"
 
 namespace memra {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/engine.h"
+#include "engine/engine.h"
 #include "serve/http_lib.h"
 #include "serve/http_server.h"
 #include "serve/metrics.h"

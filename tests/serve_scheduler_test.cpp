@@ -6,7 +6,7 @@
 #include <cmath>
 #include <thread>
 
-#include "runtime/engine.h"
+#include "engine/engine.h"
 #include "serve/scheduler.h"
 #include "serve/stop_matcher.h"
 #include "test_util.h"

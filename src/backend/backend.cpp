@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "runtime/sampling.h"
-#include "runtime/step_plan.h"
+#include "step/sampling.h"
+#include "step/step_plan.h"
 
 namespace memra {
 

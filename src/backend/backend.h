@@ -20,22 +20,14 @@
 #include <memory>
 #include <string>
 
+#include "backend/options.h"
 #include "common/ggml_type.h"
+#include "step/device_memory.h"
 
 namespace memra {
 
 struct StepPlan;
-struct SamplingParams;
-
-// How one row of a step is sampled.
-struct RowSampling {
-  const SamplingParams* params = nullptr;
-  uint64_t token_index = 0;                 // index of the token being drawn in its request's stream
-  const int32_t* history = nullptr;         // tokens the penalties look at (host memory)
-  int64_t history_len = 0;
-  const uint32_t* allowed = nullptr;        // grammar mask: packed bitset (bit i: id i allowed), host
-  int64_t allowed_words = 0;                // 0: no mask
-};
+struct RowSampling;
 
 // A weight matrix (or a stack of n_mat matrices, for MoE experts) in backend memory, in GGUF's
 // layout: n_out rows of n_in elements of `type`; matrix e starts at data + e * mat_bytes.
@@ -95,16 +87,14 @@ struct MoeWeights {
   WeightRef shexp_gate;    // [H -> 1], sigmoid gate; optional
 };
 
-class Backend {
+class Backend : public DeviceMemory {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual bool is_cpu() const = 0;
 
   // ---- memory ----
-  // Persistent allocation (weights, caches). Zero-filled.
-  virtual void* alloc(size_t bytes) = 0;
-  virtual void free(void* p) = 0;
+  // alloc, free, copy and zero: see DeviceMemory (step/device_memory.h).
   // Weight bytes from the (mmapped) file. The CPU backend may return `host` itself (zero copy).
   virtual const void* upload_weight(const void* host, size_t bytes) = 0;
   // A weight matrix (geometry already set in w): sets w.data. Backends may store their own
@@ -114,8 +104,6 @@ class Backend {
   }
   virtual void to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
-  virtual void zero(void* dst, size_t bytes) = 0;
   virtual void synchronize() = 0;
   // Scratch floats for the current step; freed all at once by reset_scratch(), or back to a
   // mark (everything allocated after scratch_mark() is released by scratch_release()).
@@ -205,7 +193,7 @@ class Backend {
   // ---- sampling ----
   // Greedy token of each row (lowest id on ties, NaN never wins); results to host memory.
   virtual void argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host);
-  // Samples one token per row with runtime/sampling.h's semantics (bias, penalties, mask, greedy
+  // Samples one token per row with step/sampling.h's semantics (bias, penalties, mask, greedy
   // or filtered Gumbel-max keyed by (seed, token_index)), bit-identical to sample_token() on the
   // same logits. Only the ids come back (lean logits); `logits` is left unmodified, so a masked
   // row keeps its pristine values for whoever reads them later. Default: row download + host.
@@ -222,6 +210,6 @@ class Backend {
 };
 
 // The CPU reference backend.
-std::unique_ptr<Backend> make_cpu_backend();
+std::unique_ptr<Backend> make_cpu_backend(const CpuOptions& options = {});
 
 }  // namespace memra

@@ -20,6 +20,7 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "quant/quant.h"
+#include "step/sampling.h"
 
 #ifndef MEMRA_GIT_COMMIT
 #define MEMRA_GIT_COMMIT "unknown"
@@ -58,6 +59,14 @@ Stats stats(std::vector<double> v) {
   for (double x : v) s.stddev += (x - mean) * (x - mean);
   s.stddev = v.size() > 1 ? std::sqrt(s.stddev / (v.size() - 1)) : 0;
   return s;
+}
+
+// Greedy decoding: the backend's argmax, only the ids come back.
+RowSampling greedy_row() {
+  static const SamplingParams greedy;
+  RowSampling row;
+  row.params = &greedy;
+  return row;
 }
 
 double now_s() {
@@ -181,17 +190,18 @@ void run(const Args& a) {
         }
         step_bytes = static_cast<double>(e.model().decode_weight_bytes()) +
                      batch * sequence_step_bytes(c, *seqs[0], depth + a.n_gen / 2.0);
-        std::vector<int32_t> next;
+        const std::vector<RowSampling> greedy(static_cast<size_t>(batch), greedy_row());
+        StepOutput out;
         for (int w = 0; w < 2; ++w) {  // warm-up steps (graph capture, caches)
-          e.decode_greedy(ptrs, tokens, next);
-          tokens = next;
+          e.decode(ptrs, tokens, StepSampling{greedy}, out);
+          tokens = out.tokens;
         }
         double t0 = now_s();
         for (int i = 0; i < a.n_gen; ++i) {
-          e.decode_greedy(ptrs, tokens, next);
-          tokens = next;
+          e.decode(ptrs, tokens, StepSampling{greedy}, out);
+          tokens = out.tokens;
           if (a.verify_exact && r == a.reps)
-            for (int b = 0; b < batch; ++b) streams[b].push_back(next[b]);
+            for (int b = 0; b < batch; ++b) streams[b].push_back(out.tokens[b]);
         }
         double t = now_s() - t0;
         if (r > 0) tps.push_back(static_cast<double>(batch) * a.n_gen / t);
@@ -202,13 +212,15 @@ void run(const Args& a) {
         for (int b = 0; b < batch; ++b) {
           auto seq = start_sequence(b);
           SequenceCache* sp = seq.get();
-          std::vector<int32_t> tok{streams[b][0]}, next;
+          std::vector<int32_t> tok{streams[b][0]};
+          const RowSampling greedy = greedy_row();
+          StepOutput out;
           // the same two warm-up steps, then the timed ones
           std::vector<int32_t> alone{tok[0]};
           for (int i = 0; i < 2 + a.n_gen; ++i) {
-            e.decode_greedy(std::span<SequenceCache* const>(&sp, 1), tok, next);
-            tok = next;
-            if (i >= 2) alone.push_back(next[0]);
+            e.decode(std::span<SequenceCache* const>(&sp, 1), tok, StepSampling{std::span(&greedy, 1)}, out);
+            tok = out.tokens;
+            if (i >= 2) alone.push_back(out.tokens[0]);
           }
           if (alone != streams[b]) ++bad;
         }

@@ -49,11 +49,11 @@ void run(const Args& a) {
   auto seq = engine->new_sequence();
   if (a.mode == "decode") {
     logits.resize(ids.size() * static_cast<size_t>(n_vocab));
-    std::vector<float> row;
+    StepOutput step;
     SequenceCache* s = seq.get();
     for (size_t i = 0; i < ids.size(); ++i) {
-      engine->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&ids[i], 1), row);
-      std::copy(row.begin(), row.end(), logits.begin() + i * n_vocab);
+      engine->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&ids[i], 1), {}, step);
+      std::copy(step.logits.begin(), step.logits.end(), logits.begin() + i * n_vocab);
     }
   } else {
     engine->prefill(*seq, ids, nullptr, &logits);

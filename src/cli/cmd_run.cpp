@@ -9,7 +9,8 @@
 #include "cli/command.h"
 #include "cli/model_source.h"
 #include "common/error.h"
-#include "runtime/sampling.h"
+#include "engine/engine.h"
+#include "step/sampling.h"
 #include "tokenizer/tokenizer.h"
 
 namespace memra::cli {
@@ -70,8 +71,11 @@ void run(Args& a) {
   auto t1 = std::chrono::steady_clock::now();
   int generated = 0;
   SequenceCache* s = seq.get();
+  StepOutput step;
   for (int i = 0; i < a.n_predict; ++i) {
-    int32_t next = sample_token(logits, a.sampling, static_cast<uint64_t>(i), history);
+    // The first token from the prompt's logits, the others drawn by the decode step that fed
+    // the previous one (the same draw: step/sampling.h).
+    const int32_t next = i == 0 ? sample_token(logits, a.sampling, 0, history) : step.tokens[0];
     if (next < 0) fail("sampling found no allowed token (all logits are -inf or NaN)");
     ++generated;
     history.push_back(next);
@@ -80,7 +84,13 @@ void run(Args& a) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     if (i + 1 == a.n_predict) break;
-    engine->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&next, 1), logits);
+    RowSampling row;
+    row.params = &a.sampling;
+    row.token_index = static_cast<uint64_t>(i + 1);
+    row.history = history.data();
+    row.history_len = static_cast<int64_t>(history.size());
+    engine->decode(std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&next, 1),
+                   StepSampling{std::span<const RowSampling>(&row, 1)}, step);
   }
   std::string rest = decoder.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);

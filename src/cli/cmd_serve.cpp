@@ -11,7 +11,7 @@
 #include "cli/command.h"
 #include "cli/model_source.h"
 #include "common/error.h"
-#include "runtime/engine.h"
+#include "engine/engine.h"
 #include "serve/http_server.h"
 
 namespace memra::cli {

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   CLI::App app{"memra: fast, exactly reproducible LLM inference for GGUF models (Qwen3.5 first)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "memra 0.1.0");
+  // --help shows every option's default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
   auto& registry = memra::cli::command_registry();
   std::sort(registry.begin(), registry.end(), [](auto& a, auto& b) { return a.name < b.name; });
   for (auto& spec : registry) spec.setup(app);

@@ -4,12 +4,13 @@
 #include <memory>
 #include <string>
 
-#include "runtime/engine.h"
+#include "engine/engine.h"
 
 namespace CLI { class App; }
 
 namespace memra::cli {
 
+// The engine flags of a model-taking command. Unset flags keep what the MEMRA_* knobs say.
 struct EngineArgs {
   std::string model;  // empty: the bundled demo model
   std::string device;  // empty: MEMRA_DEVICE (default auto)
@@ -18,8 +19,10 @@ struct EngineArgs {
   bool verbose = false;
 };
 
-// Adds -m/--model, --device, --ctx, -v/--verbose to a subcommand.
+// Adds -m/--model, --device, --ctx, --chunk, -v/--verbose to a subcommand.
 void add_engine_args(CLI::App& cmd, EngineArgs& args, bool model_required = false);
+// The knobs parsed once (engine/options.h), the flags applied over them.
+EngineOptions engine_options(const EngineArgs& args);
 std::unique_ptr<Engine> open_engine(const EngineArgs& args);
 // "the bundled demo model" or the path, for messages.
 std::string model_label(const EngineArgs& args);

@@ -12,18 +12,8 @@
 namespace memra::knobs {
 namespace {
 
-enum class Kind { Int, Bool, String };
-
-struct Knob {
-  const char* name;
-  Kind kind;
-  const char* dflt;
-  int64_t min, max;
-  const char* help;
-  const char* choices = nullptr;  // String knobs: the allowed values, '|'-separated (null: any)
-};
-
-// The registry. Add a knob here, read it with get_*; nothing else reads MEMRA_* variables.
+// The registry. Add a knob here, parse it into its option struct in engine/options.cpp (the one
+// place that reads them), list it in the README; tests/knobs_test.cpp checks all three.
 constexpr Knob kKnobs[] = {
     {"MEMRA_THREADS", Kind::Int, "0", 0, 4096, "CPU backend threads (0: all cores)"},
     {"MEMRA_PREFILL_CHUNK", Kind::Int, "512", 1, 1 << 20,
@@ -46,6 +36,12 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
 };
+
+}  // namespace
+
+std::span<const Knob> all() { return kKnobs; }
+
+namespace {
 
 const Knob& find(const char* name) {
   for (const Knob& k : kKnobs)

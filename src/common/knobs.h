@@ -3,9 +3,25 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace memra::knobs {
+
+enum class Kind { Int, Bool, String };
+
+// One registered knob.
+struct Knob {
+  const char* name;
+  Kind kind;
+  const char* dflt;
+  int64_t min, max;                 // Int knobs: the accepted range
+  const char* help;
+  const char* choices = nullptr;    // String knobs: the allowed values, '|'-separated (null: any)
+};
+
+// Every registered knob, in registry order.
+std::span<const Knob> all();
 
 // Integer knob; returns the default when unset. Throws memra::Error if set but malformed or out
 // of [min, max].

@@ -2,6 +2,7 @@
 // implies, and uploads them to the backend.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,14 +40,13 @@ class TensorBinder {
   std::vector<std::string> used_;
 };
 
-// Architecture binders (model/<arch>.cpp).
-void bind_qwen3(TensorBinder& b, Model& m);
-void bind_qwen35(TensorBinder& b, Model& m);
-void bind_qwen35moe(TensorBinder& b, Model& m);
-void bind_qwen3next(TensorBinder& b, Model& m);
-// Shared pieces (model/layer_binders.cpp).
+// The pieces architectures bind with (model/layer_binders.cpp; names as llama.cpp writes them).
+// Every layer's trunk: its mixer kind, its two norms (blk.N.attn_norm, blk.N.<traits.post_norm>)
+// and its mixer (attention or Gated DeltaNet, by the layer's kind); then its FFN from `ffn`.
+void bind_layers(TensorBinder& b, Model& m, const std::function<FfnWeights(int layer)>& ffn);
 AttentionWeights bind_attention(TensorBinder& b, const ModelConfig& c, int layer);
-DeltaNetWeights bind_deltanet(TensorBinder& b, const ModelConfig& c, int layer, bool fused_ba);
+// beta / alpha as the traits' gdn_gate_layout says: ssm_beta + ssm_alpha, or one fused ssm_ba.
+DeltaNetWeights bind_deltanet(TensorBinder& b, const ModelConfig& c, int layer);
 FfnWeights bind_dense_ffn(TensorBinder& b, const ModelConfig& c, int layer);
 FfnWeights bind_moe_ffn(TensorBinder& b, const ModelConfig& c, int layer);
 void bind_embeddings(TensorBinder& b, Model& m);

@@ -5,20 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "gguf/gguf.h"
+#include "model/arch.h"
 
 namespace memra {
-
-const char* arch_name(Arch a) {
-  switch (a) {
-    case Arch::Qwen3: return "qwen3";
-    case Arch::Qwen35: return "qwen35";
-    case Arch::Qwen35Moe: return "qwen35moe";
-    case Arch::Qwen3Next: return "qwen3next";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -42,13 +35,9 @@ int read_dim_or(const gguf::File& f, const std::string& key, int dflt, uint64_t 
 ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   ModelConfig c;
   c.arch_str = std::string(f.get_string("general.architecture"));
-  if (c.arch_str == "qwen3") c.arch = Arch::Qwen3;
-  else if (c.arch_str == "qwen35") c.arch = Arch::Qwen35;
-  else if (c.arch_str == "qwen35moe") c.arch = Arch::Qwen35Moe;
-  else if (c.arch_str == "qwen3next") c.arch = Arch::Qwen3Next;
-  else
-    fail("{}: architecture '{}' is not supported (supported: qwen3, qwen35, qwen35moe, qwen3next)", f.path(),
-         c.arch_str);
+  c.arch = find_arch(c.arch_str);
+  if (!c.arch) fail("{}: architecture '{}' is not supported (supported: {})", f.path(), c.arch_str, arch_names());
+  const ArchTraits& traits = c.arch->traits;
   const std::string a = c.arch_str + ".";
 
   c.n_layer = read_dim(f, a + "block_count", kMaxLayers);
@@ -83,11 +72,8 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   }
 
   c.layer_mixer.assign(c.n_layer, MixerKind::FullAttention);
-  if (c.arch == Arch::Qwen3) {
-    c.attn_gated = false;
-    if (c.n_ff == 0) fail("{}: missing {}feed_forward_length", f.path(), a);
-  } else {
-    c.attn_gated = true;
+  c.attn_gated = traits.attn_gated;
+  if (traits.hybrid) {
     c.ssm_n_k = read_dim(f, a + "ssm.group_count", 4096);
     c.ssm_n_v = read_dim(f, a + "ssm.time_step_rank", 4096);
     c.ssm_d = read_dim(f, a + "ssm.state_size", 4096);
@@ -104,11 +90,20 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
     for (int l = 0; l < c.n_layer; ++l)
       c.layer_mixer[l] =
           (l + 1) % c.full_attention_interval == 0 ? MixerKind::FullAttention : MixerKind::GatedDeltaNet;
-    bool moe_arch = c.arch == Arch::Qwen35Moe || c.arch == Arch::Qwen3Next;
-    if (moe_arch && c.n_expert == 0) fail("{}: {} model without {}expert_count", f.path(), c.arch_str, a);
-    if (!moe_arch && c.n_ff == 0) fail("{}: missing {}feed_forward_length", f.path(), a);
   }
+  if (traits.ffn != FfnKind::Dense && c.n_expert == 0) fail("{}: {} model without {}expert_count", f.path(), c.arch_str, a);
+  if (traits.ffn == FfnKind::Dense && c.n_ff == 0) fail("{}: missing {}feed_forward_length", f.path(), a);
   return c;
+}
+
+CacheShape ModelConfig::cache_shape(GgmlType kv_type) const {
+  CacheShape s;
+  s.layer_mixer = layer_mixer;
+  s.kv_type = kv_type;
+  s.kv_dim = static_cast<int64_t>(n_head_kv) * head_dim;
+  s.conv_floats = static_cast<int64_t>(std::max(ssm_conv_kernel - 1, 0)) * ssm_conv_channels();
+  s.ssm_floats = static_cast<int64_t>(ssm_n_v) * ssm_d * ssm_d;
+  return s;
 }
 
 std::string ModelConfig::summary() const {

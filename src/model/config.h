@@ -1,21 +1,21 @@
-// Model hyperparameters, read from GGUF metadata alone (nothing tuned to particular sizes).
+// Model hyperparameters, read from GGUF metadata alone (nothing tuned to particular sizes), as
+// the architecture's traits say (model/arch.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "step/cache_shape.h"
+
 namespace memra::gguf { class File; }
 
 namespace memra {
 
-enum class Arch : uint8_t { Qwen3, Qwen35, Qwen35Moe, Qwen3Next };
-const char* arch_name(Arch a);
-
-enum class MixerKind : uint8_t { FullAttention, GatedDeltaNet };
+struct Arch;
 
 struct ModelConfig {
-  Arch arch = Arch::Qwen35;
+  const Arch* arch = nullptr;  // the registered architecture (model/arch.h): its traits
   std::string arch_str;
   int n_layer = 0;
   int n_embd = 0;
@@ -47,6 +47,8 @@ struct ModelConfig {
   bool is_moe() const { return n_expert > 0; }
   bool has_ssm() const { return ssm_n_v > 0; }
   int ssm_conv_channels() const { return 2 * ssm_n_k * ssm_d + ssm_n_v * ssm_d; }
+  // The caches a sequence of this model needs, with K and V rows of `kv_type`.
+  CacheShape cache_shape(GgmlType kv_type) const;
 
   // Throws memra::Error naming the missing/invalid key for unsupported or inconsistent files.
   static ModelConfig from_gguf(const gguf::File& f);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "model/arch.h"
 #include "model/binder.h"
 #include "model/model.h"
 
@@ -24,6 +25,20 @@ void bind_embeddings(TensorBinder& b, Model& m) {
   m.output_ = b.has("output.weight") ? b.matrix("output.weight", c.n_embd, c.n_vocab) : m.token_embd_;
 }
 
+void bind_layers(TensorBinder& b, Model& m, const std::function<FfnWeights(int layer)>& ffn) {
+  const ModelConfig& c = m.cfg_;
+  m.layers_.resize(c.n_layer);
+  for (int l = 0; l < c.n_layer; ++l) {
+    LayerWeights& L = m.layers_[l];
+    L.mixer = c.layer_mixer[l];
+    L.attn_norm = b.vec(blk(l, "attn_norm.weight"), c.n_embd);
+    L.post_norm = b.vec(fmt::format("blk.{}.{}.weight", l, c.arch->traits.post_norm), c.n_embd);
+    if (L.mixer == MixerKind::FullAttention) L.attn = bind_attention(b, c, l);
+    else L.gdn = bind_deltanet(b, c, l);
+    L.ffn = ffn(l);
+  }
+}
+
 AttentionWeights bind_attention(TensorBinder& b, const ModelConfig& c, int l) {
   AttentionWeights a;
   const int64_t q_out = static_cast<int64_t>(c.n_head) * c.head_dim * (c.attn_gated ? 2 : 1);
@@ -37,8 +52,9 @@ AttentionWeights bind_attention(TensorBinder& b, const ModelConfig& c, int l) {
   return a;
 }
 
-DeltaNetWeights bind_deltanet(TensorBinder& b, const ModelConfig& c, int l, bool fused_ba) {
+DeltaNetWeights bind_deltanet(TensorBinder& b, const ModelConfig& c, int l) {
   DeltaNetWeights g;
+  const bool fused_ba = c.arch->traits.gdn_gate_layout == GdnGateLayout::GroupedBA;
   const int64_t v_dim = static_cast<int64_t>(c.ssm_n_v) * c.ssm_d;
   g.qkv = b.matrix(blk(l, "attn_qkv.weight"), c.n_embd, c.ssm_conv_channels());
   g.z = b.matrix(blk(l, "attn_gate.weight"), c.n_embd, v_dim);

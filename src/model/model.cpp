@@ -2,60 +2,44 @@
 // Backend op interface (MATH.md gives the math in GGUF terms).
 #include "model/model.h"
 
-#include <chrono>
-#include <cstdio>
-
 #include "common/error.h"
-#include "common/knobs.h"
 #include "gguf/gguf.h"
+#include "model/arch.h"
 #include "model/binder.h"
-#include "runtime/step_plan.h"
+#include "step/step_plan.h"
 
 namespace memra {
 
+const char* forward_phase_name(ForwardPhase phase) {
+  switch (phase) {
+    case ForwardPhase::Embed: return "embed + first norm";
+    case ForwardPhase::AttentionProjections: return "attention: projections + norm/rope";
+    case ForwardPhase::AttentionCore: return "attention: KV append + attend + gate + out";
+    case ForwardPhase::DeltaNetProjections: return "deltanet: projections";
+    case ForwardPhase::DeltaNetCore: return "deltanet: conv + delta rule + gated norm + out";
+    case ForwardPhase::Ffn: return "ffn (norm, gate/up, down)";
+    case ForwardPhase::Head: return "output norm + head";
+  }
+  return "?";
+}
+
 namespace {
-constexpr const char* kPhaseNames[8] = {"embed + first norm", "attention: projections + norm/rope",
-                                        "attention: KV append + attend + gate + out", "deltanet: projections",
-                                        "deltanet: conv + delta rule + gated norm + out", "ffn (norm, gate/up, down)",
-                                        "output norm + head", "unused"};
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+void mark(ForwardObserver* observer, ForwardPhase phase) {
+  if (observer) observer->phase_done(phase);
 }
 }  // namespace
-
-void Model::phase_mark(int phase) {
-  if (!phase_active_) return;
-  backend_->synchronize();
-  const double t = now_seconds();
-  phase_seconds_[phase] += t - phase_last_;
-  phase_last_ = t;
-}
 
 std::unique_ptr<Model> Model::load(const gguf::File& file, Backend& backend) {
   std::unique_ptr<Model> m(new Model());
   m->backend_ = &backend;
-  m->phase_on_ = knobs::get_bool("MEMRA_BATCH_PHASE");
   m->cfg_ = ModelConfig::from_gguf(file);
   TensorBinder b(file, backend, *m);
-  switch (m->cfg_.arch) {
-    case Arch::Qwen3: bind_qwen3(b, *m); break;
-    case Arch::Qwen35: bind_qwen35(b, *m); break;
-    case Arch::Qwen35Moe: bind_qwen35moe(b, *m); break;
-    case Arch::Qwen3Next: bind_qwen3next(b, *m); break;
-  }
+  m->cfg_.arch->bind(b, *m);
   b.check_all_used();
   return m;
 }
 
 Model::~Model() {
-  if (phase_on_) {
-    double total = 0;
-    for (double v : phase_seconds_) total += v;
-    std::fprintf(stderr, "[batch-phase] %.1f ms over decode steps (sync-bounded: shares rank phases)\n", total * 1e3);
-    for (int i = 0; i < 7; ++i)
-      std::fprintf(stderr, "  %8.2f ms %5.1f%%  %s\n", phase_seconds_[i] * 1e3,
-                   total > 0 ? 100.0 * phase_seconds_[i] / total : 0.0, kPhaseNames[i]);
-  }
   for (void* p : owned_) backend_->free(p);
 }
 
@@ -85,7 +69,8 @@ uint64_t Model::decode_weight_bytes() const {
   return total;
 }
 
-void Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows) {
+void Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+                            ForwardObserver* observer) {
   Backend& be = *backend_;
   const ModelConfig& c = cfg_;
   AttnShape s;
@@ -102,17 +87,18 @@ void Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, f
   const Backend::MatmulOut qkv[3] = {{&L.attn.wq, q}, {&L.attn.wk, k}, {&L.attn.wv, v}};
   be.matmul_multi(xn, rows, qkv, 3);
   be.qk_norm_rope(q, k, L.attn.q_norm, L.attn.k_norm, s, c.rms_eps);
-  phase_mark(1);
+  mark(observer, ForwardPhase::AttentionProjections);
   const int64_t attn_cols = static_cast<int64_t>(c.n_head) * c.head_dim;
   float* attn = be.scratch(rows * attn_cols);
   be.attention(layer, q, k, v, attn, s);
   // The gate of head h sits right after its query in the projection: [q_h | gate_h].
   if (c.attn_gated) be.sigmoid_gate_mul(attn, q + c.head_dim, rows, c.n_head, c.head_dim, q_cols, 2 * c.head_dim);
   be.matmul(L.attn.wo, attn, x, rows, 0, /*accumulate=*/true);
-  phase_mark(2);
+  mark(observer, ForwardPhase::AttentionCore);
 }
 
-void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows) {
+void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+                           ForwardObserver* observer) {
   Backend& be = *backend_;
   const ModelConfig& c = cfg_;
   const DeltaNetWeights& g = L.gdn;
@@ -121,9 +107,9 @@ void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, fl
   s.n_v = c.ssm_n_v;
   s.d = c.ssm_d;
   s.conv_kernel = c.ssm_conv_kernel;
-  const bool fused_ba = g.ba.valid();
-  s.head_map = c.arch == Arch::Qwen3Next ? GdnHeadMap::Grouped : GdnHeadMap::Tiled;
-  s.gate_layout = fused_ba ? GdnGateLayout::GroupedBA : GdnGateLayout::Separate;
+  s.head_map = c.arch->traits.gdn_head_map;
+  s.gate_layout = c.arch->traits.gdn_gate_layout;
+  const bool fused_ba = s.gate_layout == GdnGateLayout::GroupedBA;
   const int64_t channels = s.conv_channels();
   const int64_t v_dim = static_cast<int64_t>(s.n_v) * s.d;
 
@@ -144,11 +130,11 @@ void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, fl
     beta_raw = b;
     alpha_raw = a;
   }
-  phase_mark(3);
+  mark(observer, ForwardPhase::DeltaNetProjections);
   float* y = be.scratch(rows * v_dim);
   be.deltanet(layer, mixed, z, beta_raw, alpha_raw, g.conv, g.ssm_a, g.dt_bias, g.norm, y, s, c.rms_eps);
   be.matmul(g.out, y, x, rows, 0, /*accumulate=*/true);
-  phase_mark(4);
+  mark(observer, ForwardPhase::DeltaNetCore);
 }
 
 void Model::ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows) {
@@ -162,56 +148,35 @@ void Model::ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows) 
   be.matmul(L.ffn.down, act, x, rows, 0, /*accumulate=*/true);
 }
 
-const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& logit_rows) {
-  Backend& be = *backend_;
-  const ModelConfig& c = cfg_;
+void Model::check_step(const StepPlan& plan, const std::vector<int32_t>& logit_rows) const {
   const int64_t rows = plan.n_rows();
   MEMRA_ASSERT(rows > 0, "empty step");
   for (int32_t r : logit_rows) MEMRA_ASSERT(r >= 0 && r < rows, "logit row {} out of range", r);
   for (int32_t t : plan.tokens)
-    if (t < 0 || t >= c.n_vocab) fail("token id {} is out of range for a vocabulary of {}", t, c.n_vocab);
+    if (t < 0 || t >= cfg_.n_vocab) fail("token id {} is out of range for a vocabulary of {}", t, cfg_.n_vocab);
+}
 
-  be.reset_scratch();
-  be.set_step(plan);
-  // Decode steps (one row per sequence, logits for every row) launch the same work for the same
-  // batch size and attention key range: they can be recorded once and replayed.
-  bool graphable = static_cast<int64_t>(logit_rows.size()) == rows && static_cast<int64_t>(plan.seqs.size()) == rows;
-  for (int64_t i = 0; graphable && i < rows; ++i) graphable = logit_rows[i] == i;
-  const bool decode_step = graphable;
-  if (phase_on_) graphable = false;  // phase timing synchronizes: nothing can be recorded
-  int32_t max_kv = 0;
-  for (const StepSeq& s : plan.seqs) max_kv = std::max(max_kv, s.pos0 + s.n_rows);
-  const uint64_t graph_key = (static_cast<uint64_t>(rows) << 32) | static_cast<uint64_t>((max_kv + 255) / 256);
-  bool recording = false;
-  if (graphable) {
-    auto it = graph_logits_.find(graph_key);
-    if (it != graph_logits_.end()) {  // seen before: replay it, or record it now
-      if (be.graph_begin(graph_key)) return it->second;
-      recording = true;
-    }
-  }
-  phase_active_ = phase_on_ && decode_step;
-  if (phase_active_) {
-    backend_->synchronize();
-    phase_last_ = now_seconds();
-  }
+const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& logit_rows, ForwardObserver* observer) {
+  Backend& be = *backend_;
+  const ModelConfig& c = cfg_;
+  const int64_t rows = plan.n_rows();
   float* x = be.scratch(rows * c.n_embd);
   float* xn = be.scratch(rows * c.n_embd);
   be.embed(token_embd_, x);
   be.rms_norm(x, layers_[0].attn_norm, xn, rows, c.n_embd, c.rms_eps);
-  phase_mark(0);
+  mark(observer, ForwardPhase::Embed);
   // Scratch of a layer is released at its end: only x and xn live across layers.
   const size_t layer_mark = be.scratch_mark();
   for (int l = 0; l < c.n_layer; ++l) {
     be.scratch_release(layer_mark);
     const LayerWeights& L = layers_[l];
-    if (L.mixer == MixerKind::FullAttention) attention_mixer(L, l, xn, x, rows);
-    else deltanet_mixer(L, l, xn, x, rows);
+    if (L.mixer == MixerKind::FullAttention) attention_mixer(L, l, xn, x, rows, observer);
+    else deltanet_mixer(L, l, xn, x, rows, observer);
     be.rms_norm(x, L.post_norm, xn, rows, c.n_embd, c.rms_eps);
     ffn(L, xn, x, rows);
     const VecRef& next_norm = l + 1 < c.n_layer ? layers_[l + 1].attn_norm : output_norm_;
     be.rms_norm(x, next_norm, xn, rows, c.n_embd, c.rms_eps);
-    phase_mark(5);
+    mark(observer, ForwardPhase::Ffn);
   }
   be.scratch_release(layer_mark);
   const int64_t n_out = static_cast<int64_t>(logit_rows.size());
@@ -224,16 +189,7 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
     head_in = g;
   }
   be.matmul(output_, head_in, logits, n_out);
-  phase_mark(6);
-  phase_active_ = false;
-  if (graphable) {
-    // The first step of a shape runs eagerly (lazy allocations happen there); the next is recorded.
-    if (recording) {
-      MEMRA_ASSERT(graph_logits_[graph_key] == logits, "scratch layout changed between steps of one shape");
-      be.graph_end();
-    }
-    graph_logits_[graph_key] = logits;
-  }
+  mark(observer, ForwardPhase::Head);
   return logits;
 }
 

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -16,6 +15,29 @@ namespace memra::gguf { class File; }
 namespace memra {
 
 struct StepPlan;
+
+// The parts of a forward pass, in the order a layer runs them. Model::forward reports each
+// boundary to an observer (the engine times phases with it, engine/step_runner.h).
+enum class ForwardPhase : uint8_t {
+  Embed,                // embedding + the first norm
+  AttentionProjections, // q, k, v projections + q/k norm and rope
+  AttentionCore,        // KV append + attention + gate + output projection
+  DeltaNetProjections,  // qkv, z, beta, alpha projections
+  DeltaNetCore,         // conv + delta rule + gated norm + output projection
+  Ffn,                  // post norm, FFN, next norm
+  Head,                 // output norm + head
+};
+inline constexpr int kForwardPhases = 7;
+const char* forward_phase_name(ForwardPhase phase);
+
+class ForwardObserver {
+ public:
+  // Called when the ops of `phase` have been issued (not necessarily run).
+  virtual void phase_done(ForwardPhase phase) = 0;
+
+ protected:
+  ~ForwardObserver() = default;
+};
 
 struct AttentionWeights {
   WeightRef wq, wk, wv, wo;
@@ -64,9 +86,15 @@ class Model {
   uint64_t decode_weight_bytes() const;
   uint64_t total_weight_bytes() const { return total_weight_bytes_; }
 
-  // Runs `plan` through the model. Returns backend memory holding logits for the rows listed in
-  // `logit_rows` (in that order), n_vocab floats each; valid until the next forward().
-  const float* forward(const StepPlan& plan, const std::vector<int32_t>& logit_rows);
+  // Throws memra::Error for a plan the model cannot run (a token outside the vocabulary).
+  void check_step(const StepPlan& plan, const std::vector<int32_t>& logit_rows) const;
+  // Issues the ops of `plan` through the model on the backend, whose step must already be set
+  // (Backend::set_step) on a reset scratch arena. Returns backend memory holding logits for the
+  // rows listed in `logit_rows` (in that order), n_vocab floats each; valid until the next step.
+  // How steps are run around this (checks, graph capture and replay, timing) is the engine's
+  // (engine/step_runner.h).
+  const float* forward(const StepPlan& plan, const std::vector<int32_t>& logit_rows,
+                       ForwardObserver* observer = nullptr);
 
   // For architecture binders (model/<arch>.cpp).
   ModelConfig cfg_;
@@ -80,19 +108,13 @@ class Model {
   friend class TensorBinder;
   Backend* backend_ = nullptr;
   std::vector<void*> owned_;  // backend allocations made for converted vectors
-  std::unordered_map<uint64_t, const float*> graph_logits_;  // logits buffer of each recorded step
-  // MEMRA_BATCH_PHASE=1: synchronize at phase boundaries of decode steps and accumulate host time
-  // per phase (the sync destroys launch overlap: shares rank the phases, totals are inflated).
-  bool phase_on_ = false;
-  bool phase_active_ = false;  // timing the current forward
-  double phase_last_ = 0;
-  double phase_seconds_[8] = {};
-  void phase_mark(int phase);
   uint64_t total_weight_bytes_ = 0;
 
   // Each block adds its output projection into the residual stream x.
-  void attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows);
-  void deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows);
+  void attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+                       ForwardObserver* observer);
+  void deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+                      ForwardObserver* observer);
   void ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows);
 };
 

@@ -1,24 +1,45 @@
 // qwen3: the plain transformer trunk (GQA with QK-norm, rope over the whole head, no output
 // gate, dense SwiGLU FFN). The post-attention norm is named ffn_norm in these files.
-#include <fmt/format.h>
-
+#include "model/arch.h"
 #include "model/binder.h"
 #include "model/model.h"
 
 namespace memra {
+namespace {
 
-void bind_qwen3(TensorBinder& b, Model& m) {
-  const ModelConfig& c = m.cfg_;
+constexpr ArchTraits kTraits{.hybrid = false,
+                             .attn_gated = false,
+                             .ffn = FfnKind::Dense,
+                             .post_norm = "ffn_norm",
+                             .tokenizer_pre = "qwen2",
+                             .rope_sections = false};
+
+// Released sizes (published config.json files) and the dimensions of the `tiny` fixture
+// (../shared/fixtures/qwen3-tiny.json).
+constexpr int64_t kVocab = 151936;
+constexpr uint32_t kContext = 40960;
+constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
+// clang-format off
+//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
+//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
+//   vocab, tied, theta, context, full-attention interval
+constexpr ArchShape kShapes[] = {
+  {"tiny", 128, 4, 4, 2, 64, 64, 256, 0, 0, 0, 0, 0, 0, 0, 0, 1024, false, 1e6f, kTinyContext, 1},
+  {"0.6b", 1024, 28, 16, 8, 128, 128, 3072, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, true, 1e6f, kContext, 1},
+  {"1.7b", 2048, 28, 16, 8, 128, 128, 6144, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, true, 1e6f, kContext, 1},
+  {"4b", 2560, 36, 32, 8, 128, 128, 9728, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, true, 1e6f, kContext, 1},
+  {"8b", 4096, 36, 32, 8, 128, 128, 12288, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, false, 1e6f, kContext, 1},
+  {"14b", 5120, 40, 40, 8, 128, 128, 17408, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, false, 1e6f, kContext, 1},
+  {"32b", 5120, 64, 64, 8, 128, 128, 25600, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, false, 1e6f, kContext, 1},
+};
+// clang-format on
+
+void bind(TensorBinder& b, Model& m) {
   bind_embeddings(b, m);
-  m.layers_.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; ++l) {
-    LayerWeights& L = m.layers_[l];
-    L.mixer = MixerKind::FullAttention;
-    L.attn_norm = b.vec(fmt::format("blk.{}.attn_norm.weight", l), c.n_embd);
-    L.post_norm = b.vec(fmt::format("blk.{}.ffn_norm.weight", l), c.n_embd);
-    L.attn = bind_attention(b, c, l);
-    L.ffn = bind_dense_ffn(b, c, l);
-  }
+  bind_layers(b, m, [&](int l) { return bind_dense_ffn(b, m.cfg_, l); });
 }
 
+const ArchRegistrar kRegistrar({"qwen3", kTraits, bind, kShapes});
+
+}  // namespace
 }  // namespace memra

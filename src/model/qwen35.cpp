@@ -1,26 +1,49 @@
 // qwen35: Qwen3.5 dense. Gated DeltaNet layers with separate beta / alpha projections and value
 // heads tiled over key heads, gated full attention every `full_attention_interval` layers,
 // dense SwiGLU FFN.
-#include <fmt/format.h>
-
+#include "model/arch.h"
 #include "model/binder.h"
 #include "model/model.h"
 
 namespace memra {
+namespace {
 
-void bind_qwen35(TensorBinder& b, Model& m) {
-  const ModelConfig& c = m.cfg_;
+constexpr ArchTraits kTraits{.hybrid = true,
+                             .attn_gated = true,
+                             .gdn_head_map = GdnHeadMap::Tiled,
+                             .gdn_gate_layout = GdnGateLayout::Separate,
+                             .ffn = FfnKind::Dense,
+                             .post_norm = "post_attention_norm",
+                             .tokenizer_pre = "qwen35",
+                             .rope_sections = true};
+
+// Released sizes (published config.json files; ../shared/shapes.md) and the dimensions of the
+// `tiny` fixture (../shared/fixtures/qwen35-tiny.json). Common to the sizes: head_dim 256, 64 rope
+// dims, theta 1e7, linear-attention head dim 128, conv kernel 4, full attention every 4th layer,
+// 262,144-token native context.
+constexpr int64_t kVocab = 248320;
+constexpr uint32_t kContext = 262144;
+constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
+// clang-format off
+//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
+//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
+//   vocab, tied, theta, context, full-attention interval
+constexpr ArchShape kShapes[] = {
+  {"tiny", 128, 4, 4, 2, 64, 16, 256, 2, 4, 32, 4, 0, 0, 0, 0, 1024, false, 1e7f, kTinyContext, 4},
+  {"0.8b", 1024, 24, 8, 2, 256, 64, 3584, 16, 16, 128, 4, 0, 0, 0, 0, kVocab, true, 1e7f, kContext, 4},
+  {"2b", 2048, 24, 8, 2, 256, 64, 6144, 16, 16, 128, 4, 0, 0, 0, 0, kVocab, true, 1e7f, kContext, 4},
+  {"4b", 2560, 32, 16, 4, 256, 64, 9216, 16, 32, 128, 4, 0, 0, 0, 0, kVocab, true, 1e7f, kContext, 4},
+  {"9b", 4096, 32, 16, 4, 256, 64, 12288, 16, 32, 128, 4, 0, 0, 0, 0, kVocab, false, 1e7f, kContext, 4},
+  {"27b", 5120, 64, 24, 4, 256, 64, 17408, 16, 48, 128, 4, 0, 0, 0, 0, kVocab, false, 1e7f, kContext, 4},
+};
+// clang-format on
+
+void bind(TensorBinder& b, Model& m) {
   bind_embeddings(b, m);
-  m.layers_.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; ++l) {
-    LayerWeights& L = m.layers_[l];
-    L.mixer = c.layer_mixer[l];
-    L.attn_norm = b.vec(fmt::format("blk.{}.attn_norm.weight", l), c.n_embd);
-    L.post_norm = b.vec(fmt::format("blk.{}.post_attention_norm.weight", l), c.n_embd);
-    if (L.mixer == MixerKind::FullAttention) L.attn = bind_attention(b, c, l);
-    else L.gdn = bind_deltanet(b, c, l, /*fused_ba=*/false);
-    L.ffn = bind_dense_ffn(b, c, l);
-  }
+  bind_layers(b, m, [&](int l) { return bind_dense_ffn(b, m.cfg_, l); });
 }
 
+const ArchRegistrar kRegistrar({"qwen35", kTraits, bind, kShapes});
+
+}  // namespace
 }  // namespace memra

@@ -1,25 +1,44 @@
 // qwen35moe: Qwen3.5 MoE. The qwen35 trunk with a mixture-of-experts FFN in every layer
 // (softmax router, top-k renormalised, plus a sigmoid-gated shared expert).
-#include <fmt/format.h>
-
+#include "model/arch.h"
 #include "model/binder.h"
 #include "model/model.h"
 
 namespace memra {
+namespace {
 
-void bind_qwen35moe(TensorBinder& b, Model& m) {
-  const ModelConfig& c = m.cfg_;
+constexpr ArchTraits kTraits{.hybrid = true,
+                             .attn_gated = true,
+                             .gdn_head_map = GdnHeadMap::Tiled,
+                             .gdn_gate_layout = GdnGateLayout::Separate,
+                             .ffn = FfnKind::Moe,
+                             .post_norm = "post_attention_norm",
+                             .tokenizer_pre = "qwen35",
+                             .rope_sections = true};
+
+// Released sizes (published config.json files; ../shared/shapes.md) and the dimensions of the
+// `tiny` fixture (../shared/fixtures/qwen35moe-tiny.json).
+constexpr int64_t kVocab = 248320;
+constexpr uint32_t kContext = 262144;
+constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
+// clang-format off
+//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
+//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
+//   vocab, tied, theta, context, full-attention interval
+constexpr ArchShape kShapes[] = {
+  {"tiny", 128, 4, 4, 2, 64, 16, 0, 2, 4, 32, 4, 8, 2, 64, 96, 1024, false, 1e7f, kTinyContext, 4},
+  {"35b-a3b", 2048, 40, 16, 2, 256, 64, 0, 16, 32, 128, 4, 256, 8, 512, 512, kVocab, false, 1e7f, kContext, 4},
+  {"122b-a10b", 3072, 48, 32, 2, 256, 64, 0, 16, 64, 128, 4, 256, 8, 1024, 1024, kVocab, false, 1e7f, kContext, 4},
+  {"397b-a17b", 4096, 60, 32, 2, 256, 64, 0, 16, 64, 128, 4, 512, 10, 1024, 1024, kVocab, false, 1e7f, kContext, 4},
+};
+// clang-format on
+
+void bind(TensorBinder& b, Model& m) {
   bind_embeddings(b, m);
-  m.layers_.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; ++l) {
-    LayerWeights& L = m.layers_[l];
-    L.mixer = c.layer_mixer[l];
-    L.attn_norm = b.vec(fmt::format("blk.{}.attn_norm.weight", l), c.n_embd);
-    L.post_norm = b.vec(fmt::format("blk.{}.post_attention_norm.weight", l), c.n_embd);
-    if (L.mixer == MixerKind::FullAttention) L.attn = bind_attention(b, c, l);
-    else L.gdn = bind_deltanet(b, c, l, /*fused_ba=*/false);
-    L.ffn = bind_moe_ffn(b, c, l);
-  }
+  bind_layers(b, m, [&](int l) { return bind_moe_ffn(b, m.cfg_, l); });
 }
 
+const ArchRegistrar kRegistrar({"qwen35moe", kTraits, bind, kShapes});
+
+}  // namespace
 }  // namespace memra

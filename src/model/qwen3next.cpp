@@ -2,26 +2,46 @@
 // projection and value heads are grouped per key head (value head h reads key head h / r).
 #include <fmt/format.h>
 
+#include "model/arch.h"
 #include "model/binder.h"
 #include "model/model.h"
 
 namespace memra {
+namespace {
 
-void bind_qwen3next(TensorBinder& b, Model& m) {
-  const ModelConfig& c = m.cfg_;
+constexpr ArchTraits kTraits{.hybrid = true,
+                             .attn_gated = true,
+                             .gdn_head_map = GdnHeadMap::Grouped,
+                             .gdn_gate_layout = GdnGateLayout::GroupedBA,
+                             .ffn = FfnKind::PerLayer,
+                             .post_norm = "post_attention_norm",
+                             .tokenizer_pre = "qwen2",
+                             .rope_sections = false};
+
+// The released size (published config.json) and the dimensions of the `tiny` fixture
+// (../shared/fixtures/qwen3next-tiny.json).
+constexpr int64_t kVocab = 151936;
+constexpr uint32_t kContext = 262144;
+constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
+// clang-format off
+//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
+//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
+//   vocab, tied, theta, context, full-attention interval
+constexpr ArchShape kShapes[] = {
+  {"tiny", 128, 4, 4, 2, 64, 16, 256, 2, 4, 32, 4, 8, 2, 64, 96, 1024, false, 1e7f, kTinyContext, 4},
+  {"80b-a3b", 2048, 48, 16, 2, 256, 64, 5120, 16, 32, 128, 4, 512, 10, 512, 512, kVocab, false, 1e7f, kContext, 4},
+};
+// clang-format on
+
+void bind(TensorBinder& b, Model& m) {
   bind_embeddings(b, m);
-  m.layers_.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; ++l) {
-    LayerWeights& L = m.layers_[l];
-    L.mixer = c.layer_mixer[l];
-    L.attn_norm = b.vec(fmt::format("blk.{}.attn_norm.weight", l), c.n_embd);
-    L.post_norm = b.vec(fmt::format("blk.{}.post_attention_norm.weight", l), c.n_embd);
-    if (L.mixer == MixerKind::FullAttention) L.attn = bind_attention(b, c, l);
-    else L.gdn = bind_deltanet(b, c, l, /*fused_ba=*/true);
-    // Qwen3-Next files may mix dense and MoE layers (decoder_sparse_step); the file decides.
-    if (b.has(fmt::format("blk.{}.ffn_gate_inp.weight", l))) L.ffn = bind_moe_ffn(b, c, l);
-    else L.ffn = bind_dense_ffn(b, c, l);
-  }
+  // Qwen3-Next files may mix dense and MoE layers (decoder_sparse_step); the file decides.
+  bind_layers(b, m, [&](int l) {
+    return b.has(fmt::format("blk.{}.ffn_gate_inp.weight", l)) ? bind_moe_ffn(b, m.cfg_, l) : bind_dense_ffn(b, m.cfg_, l);
+  });
 }
 
+const ArchRegistrar kRegistrar({"qwen3next", kTraits, bind, kShapes});
+
+}  // namespace
 }  // namespace memra

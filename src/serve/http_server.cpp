@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "gguf/gguf.h"
-#include "runtime/engine.h"
+#include "engine/engine.h"
 #include "serve/connection_probe.h"
 #include "serve/http_lib.h"
 #include "serve/metrics.h"

@@ -15,7 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/sampling.h"
+#include "step/logprobs.h"
+#include "step/sampling.h"
 
 namespace memra::serve {
 
@@ -40,14 +41,6 @@ struct GenerationSpec {
   int32_t top_logprobs = -1;  // -1: no logprobs; else the chosen token's and this many alternatives
   bool ignore_eos = false;
   bool skip_special = true;  // control tokens (<|im_start|>, ...) add no text
-};
-
-// Log-probabilities (natural log, of the model's raw distribution before any sampling adjustment)
-// of one generated token and of the most likely alternatives, best first (lowest id on ties).
-struct TokenLogprob {
-  int32_t token = -1;
-  float logprob = 0.0f;
-  std::vector<std::pair<int32_t, float>> top;
 };
 
 struct ChoiceEvent {

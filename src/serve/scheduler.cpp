@@ -1,12 +1,11 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <unordered_map>
 
 #include "common/error.h"
-#include "runtime/engine.h"
+#include "engine/engine.h"
+#include "step/logprobs.h"
 #include "serve/metrics.h"
 #include "serve/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
@@ -28,7 +27,6 @@ struct Scheduler::Slot {
   int32_t choice = 0;
   std::unique_ptr<SequenceCache> seq;
   SamplingParams params;  // the request's, with this choice's seed
-  bool plain_greedy = false;
   std::vector<int32_t> history;  // prompt + generated: what the penalties look at
   int32_t generated = 0;         // tokens sampled so far (= token index of the next draw)
   int32_t next = -1;             // sampled, to be fed by the next decode step
@@ -38,49 +36,6 @@ struct Scheduler::Slot {
   bool done = false;
 };
 
-namespace {
-
-// Temperature 0 with nothing that changes the logits first: a plain argmax, which the backend
-// can compute without copying the row (decode_greedy).
-bool is_plain_greedy(const SamplingParams& p) {
-  return p.temperature <= 0.0f && p.logit_bias.empty() && p.repetition_penalty == 1.0f &&
-         p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
-}
-
-// Log-softmax of the raw row in double precision; the chosen token plus the k best (logit
-// descending, lowest id on ties; NaN never listed).
-TokenLogprob token_logprobs(const float* row, int32_t n, int32_t token, int32_t k) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (int32_t i = 0; i < n; ++i)
-    if (row[i] > m) m = row[i];
-  double sum = 0.0;
-  if (std::isfinite(m))
-    for (int32_t i = 0; i < n; ++i)
-      if (!std::isnan(row[i])) sum += std::exp(static_cast<double>(row[i]) - m);
-  const double lse = std::isfinite(m) ? m + std::log(sum) : 0.0;
-  auto lp = [&](int32_t i) -> float {
-    if (std::isnan(row[i]) || !std::isfinite(m)) return -std::numeric_limits<float>::infinity();
-    return static_cast<float>(static_cast<double>(row[i]) - lse);
-  };
-  TokenLogprob out;
-  out.token = token;
-  out.logprob = token >= 0 && token < n ? lp(token) : -std::numeric_limits<float>::infinity();
-  // Top k by insertion into a short sorted list: k <= 20, one pass over the row.
-  std::vector<int32_t> best;
-  best.reserve(static_cast<size_t>(k) + 1);
-  auto better = [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
-  for (int32_t i = 0; i < n && k > 0; ++i) {
-    if (std::isnan(row[i])) continue;
-    if (static_cast<int32_t>(best.size()) == k && !better(i, best.back())) continue;
-    auto pos = std::upper_bound(best.begin(), best.end(), i, better);
-    best.insert(pos, i);
-    if (static_cast<int32_t>(best.size()) > k) best.pop_back();
-  }
-  for (int32_t id : best) out.top.emplace_back(id, lp(id));
-  return out;
-}
-
-}  // namespace
 
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options, Metrics* metrics)
     : engine_(engine), opts_(options), metrics_(metrics) {
@@ -257,8 +212,7 @@ void Scheduler::prefill_some() {
       const std::span<const int32_t> rest = std::span<const int32_t>(job->spec.prompt).subspan(job->fed);
       // The chunk the engine will feed next (it cuts on the grid; we never cut it shorter,
       // which would change the numbers).
-      const int32_t pos = job->seq->pos();
-      const int32_t next_n = std::min<int32_t>(chunk - pos % chunk, static_cast<int32_t>(rest.size()));
+      const int32_t next_n = engine_.next_chunk_len(*job->seq, rest.size());
       if (used > 0 && used + next_n > budget) return;
       const bool last = next_n == static_cast<int32_t>(rest.size());
       const int32_t fed = engine_.prefill_chunk(*job->seq, rest, last ? &logits : nullptr);
@@ -299,7 +253,6 @@ void Scheduler::start_choices(const std::shared_ptr<Job>& job, const std::vector
     }
     slot->params = spec.sampling;
     slot->params.seed = spec.sampling.seed + static_cast<uint64_t>(c);
-    slot->plain_greedy = is_plain_greedy(slot->params);
     slot->history = spec.prompt;
     slots.push_back(std::move(slot));
   }
@@ -318,41 +271,27 @@ void Scheduler::decode_step() {
   if (active.empty()) return;
   std::vector<SequenceCache*> seqs;
   std::vector<int32_t> tokens;
-  bool need_rows = !opts_.lean_sampling, all_plain = true;
-  for (Slot* s : active) {
-    seqs.push_back(s->seq.get());
-    tokens.push_back(s->next);
-    need_rows = need_rows || s->job->spec.top_logprobs >= 0;
-    all_plain = all_plain && s->plain_greedy;
+  std::vector<RowSampling> rows(active.size());
+  // Rows that report logprobs need the full logits; otherwise only the ids come back.
+  bool need_logits = !opts_.lean_sampling;
+  for (size_t b = 0; b < active.size(); ++b) {
+    const Slot& s = *active[b];
+    seqs.push_back(s.seq.get());
+    tokens.push_back(s.next);
+    need_logits = need_logits || s.job->spec.top_logprobs >= 0;
+    rows[b].params = &s.params;
+    rows[b].token_index = static_cast<uint64_t>(s.generated);
+    rows[b].history = s.history.data();
+    rows[b].history_len = static_cast<int64_t>(s.history.size());
   }
   try {
-    std::vector<int32_t> next;
-    if (need_rows) {
-      std::vector<float> logits;
-      engine_.decode(seqs, tokens, logits);
-      for (size_t b = 0; b < active.size(); ++b) {
-        Slot& s = *active[b];
-        const float* row = logits.data() + b * static_cast<size_t>(n_vocab_);
-        const int32_t token = sample_token(std::span<const float>(row, static_cast<size_t>(n_vocab_)), s.params,
-                                           static_cast<uint64_t>(s.generated), s.history);
-        accept_token(s, token, s.job->spec.top_logprobs >= 0 ? row : nullptr);
-      }
-      return;
+    StepOutput out;
+    engine_.decode(seqs, tokens, StepSampling{rows, need_logits}, out);
+    for (size_t b = 0; b < active.size(); ++b) {
+      Slot& s = *active[b];
+      const float* row = s.job->spec.top_logprobs >= 0 ? out.logits.data() + b * static_cast<size_t>(n_vocab_) : nullptr;
+      accept_token(s, out.tokens[b], row);
     }
-    if (all_plain) {
-      engine_.decode_greedy(seqs, tokens, next);
-    } else {
-      std::vector<RowSampling> rows(active.size());
-      for (size_t b = 0; b < active.size(); ++b) {
-        const Slot& s = *active[b];
-        rows[b].params = &s.params;
-        rows[b].token_index = static_cast<uint64_t>(s.generated);
-        rows[b].history = s.history.data();
-        rows[b].history_len = static_cast<int64_t>(s.history.size());
-      }
-      engine_.decode_sample(seqs, tokens, rows, next);
-    }
-    for (size_t b = 0; b < active.size(); ++b) accept_token(*active[b], next[b], nullptr);
   } catch (const std::exception& e) {
     // A failed step leaves the caches of every row in doubt: end them all, keep serving others.
     for (Slot* s : active)
@@ -392,7 +331,8 @@ void Scheduler::accept_token(Slot& slot, int32_t token, const float* row) {
     ev.text += slot.stop.flush();
     finish = FinishReason::Stop;
   } else {
-    if (row) ev.logprobs.push_back(token_logprobs(row, n_vocab_, token, spec.top_logprobs));
+    if (row) ev.logprobs.push_back(token_logprobs(std::span<const float>(row, static_cast<size_t>(n_vocab_)), token,
+                                                  spec.top_logprobs));
     const bool hidden = spec.skip_special && tok.is_special(token);
     ev.text = slot.stop.feed(hidden ? std::string() : slot.decoder.push(token));
     if (slot.stop.matched()) {

@@ -12,9 +12,10 @@
 // cut on their own chunk grid (Engine::prefill_chunk), and draws are keyed by (seed, token index)
 // of the choice, so a request produces the same tokens alone or on a busy server.
 //
-// Sampling: rows that need full logits (logprobs) are sampled on the CPU with sample_token; when
-// no running row needs them the step uses the backend's lean paths (decode_greedy when every row
-// is plain greedy, decode_sample otherwise), which the sampling contract makes bit-identical.
+// Sampling: every decode step hands the engine one RowSampling per row (Engine::decode). When a
+// running row reports logprobs the step asks for the full logits too, and the engine draws on the
+// host from them; otherwise only the ids come back (the backend's lean paths), which the sampling
+// contract makes bit-identical.
 #pragma once
 
 #include <chrono>

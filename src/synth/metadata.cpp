@@ -86,17 +86,17 @@ struct Meta {
 
 std::vector<MetaEntry> plan_metadata(const SynthOptions& options) {
   const Resolved r = resolve(options);
-  const ModelShape& s = *r.shape;
-  const std::string a = s.arch_name;
+  const ModelShape& s = r.shape;
+  const std::string a = s.arch_name();
   Meta m;
   m.str("general.architecture", a);
   m.str("general.type", "model");
-  m.str("general.name", fmt::format("Synthetic {} {}", a, s.shape_name));
+  m.str("general.name", fmt::format("Synthetic {} {}", a, s.name));
   m.str("general.size_label", size_label(plan_tensors(options), s.n_expert));
   m.u32(a + ".block_count", static_cast<uint64_t>(r.n_layers));
   m.u32(a + ".context_length", s.context_length);
   m.u32(a + ".embedding_length", static_cast<uint64_t>(s.hidden));
-  if (s.arch != Arch::Qwen35Moe) m.u32(a + ".feed_forward_length", static_cast<uint64_t>(s.ffn));
+  if (s.traits().ffn != FfnKind::Moe) m.u32(a + ".feed_forward_length", static_cast<uint64_t>(s.ffn));
   m.u32(a + ".attention.head_count", static_cast<uint64_t>(s.n_head));
   m.u32(a + ".attention.head_count_kv", static_cast<uint64_t>(s.n_head_kv));
   m.f32(a + ".rope.freq_base", s.rope_theta);
@@ -121,12 +121,12 @@ std::vector<MetaEntry> plan_metadata(const SynthOptions& options) {
     m.u32(a + ".rope.dimension_count", static_cast<uint64_t>(s.n_rot));
     // Interleaved multi-section rope: all sections carry the text position, so it equals NeoX
     // rope over rope.dimension_count dims (11 + 11 + 10 = 32 frequency pairs).
-    if (s.arch != Arch::Qwen3Next) m.i32s(a + ".rope.dimension_sections", {11, 11, 10, 0});
+    if (s.traits().rope_sections) m.i32s(a + ".rope.dimension_sections", {11, 11, 10, 0});
   }
 
   SynthVocab v = make_vocab(s.vocab);
   m.str("tokenizer.ggml.model", "gpt2");
-  m.str("tokenizer.ggml.pre", s.arch == Arch::Qwen35 || s.arch == Arch::Qwen35Moe ? "qwen35" : "qwen2");
+  m.str("tokenizer.ggml.pre", s.traits().tokenizer_pre);
   m.strings("tokenizer.ggml.tokens", std::move(v.tokens));
   m.i32s("tokenizer.ggml.token_type", std::move(v.token_types));
   m.strings("tokenizer.ggml.merges", std::move(v.merges));

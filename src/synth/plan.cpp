@@ -77,7 +77,7 @@ void add_block(Builder& b, int64_t l) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t h = s.hidden;
   b.norm(p + "attn_norm.weight", h);
-  b.norm(p + (s.hybrid() ? "post_attention_norm.weight" : "ffn_norm.weight"), h);
+  b.norm(p + s.traits().post_norm + ".weight", h);
 
   if (s.hybrid() && !s.full_attention(l)) {
     // Gated DeltaNet: qkv channels are all q, then all k, then all v.
@@ -86,7 +86,7 @@ void add_block(Builder& b, int64_t l) {
     const int64_t v_dim = s.lin_v_heads * d;
     b.matrix(p + "attn_qkv.weight", h, qkv);
     b.matrix(p + "attn_gate.weight", h, v_dim);
-    if (s.arch == Arch::Qwen3Next) {
+    if (s.traits().gdn_gate_layout == GdnGateLayout::GroupedBA) {
       b.matrix(p + "ssm_ba.weight", h, 2 * s.lin_v_heads);
     } else {
       b.matrix(p + "ssm_alpha.weight", h, s.lin_v_heads);
@@ -98,8 +98,8 @@ void add_block(Builder& b, int64_t l) {
     b.add(p + "ssm_norm.weight", {d}, Init::SsmNorm, kSsmNormJitter);
     b.residual_out(p + "ssm_out.weight", {v_dim, h});
   } else {
-    // Full attention; the hybrids' attn_q carries a sigmoid gate per head: [q_h | gate_h].
-    const int64_t q_out = s.n_head * s.head_dim * (s.hybrid() ? 2 : 1);
+    // Full attention; a gated attn_q carries a sigmoid gate per head: [q_h | gate_h].
+    const int64_t q_out = s.n_head * s.head_dim * (s.traits().attn_gated ? 2 : 1);
     b.matrix(p + "attn_q.weight", h, q_out);
     b.matrix(p + "attn_k.weight", h, s.n_head_kv * s.head_dim);
     b.matrix(p + "attn_v.weight", h, s.n_head_kv * s.head_dim);
@@ -152,7 +152,7 @@ GgmlType fit_type(GgmlType want, int64_t ne0) {
 
 Resolved resolve(const SynthOptions& options) {
   Resolved r{};
-  r.shape = &find_shape(options.arch, options.shape);
+  r.shape = find_shape(options.arch, options.shape);
   const TypeChoice* type = nullptr;
   std::string valid;
   for (const TypeChoice& c : kTypes) {
@@ -161,16 +161,16 @@ Resolved resolve(const SynthOptions& options) {
   }
   if (!type) fail("unknown type '{}': valid types are {}", options.type, valid);
   r.type = *type;
-  if (options.n_layers < 0 || options.n_layers > r.shape->n_layers)
+  if (options.n_layers < 0 || options.n_layers > r.shape.n_layers)
     fail("--layers {} is out of range for {} {}: use 1..{} (0 = all)", options.n_layers, options.arch,
-         options.shape, r.shape->n_layers);
-  r.n_layers = options.n_layers == 0 ? r.shape->n_layers : options.n_layers;
+         options.shape, r.shape.n_layers);
+  r.n_layers = options.n_layers == 0 ? r.shape.n_layers : options.n_layers;
   return r;
 }
 
 std::vector<PlannedTensor> plan_tensors(const SynthOptions& options) {
   const Resolved r = resolve(options);
-  const ModelShape& s = *r.shape;
+  const ModelShape& s = r.shape;
   Builder b{s, 1.0f / std::sqrt(2.0f * static_cast<float>(r.n_layers)), {}};
 
   // Globals. The head's scale sets the logit spread: the final RMS-normalised state has unit
@@ -212,15 +212,15 @@ std::vector<PlannedTensor> plan_tensors(const SynthOptions& options) {
 const std::vector<ShapeEntry>& known_shapes() {
   static const std::vector<ShapeEntry> entries = [] {
     std::vector<ShapeEntry> e;
-    for (const ModelShape* s = shapes_begin(); s != shapes_end(); ++s) {
-      std::string ffn = s->moe() ? fmt::format("{} experts top-{}, expert FFN {}, shared {}", s->n_expert,
-                                               s->n_expert_used, s->expert_ffn, s->shared_ffn)
-                                 : fmt::format("FFN {}", s->ffn);
-      std::string mixer = s->hybrid() ? fmt::format(", linear k/v heads {}/{}", s->lin_k_heads, s->lin_v_heads) : "";
-      e.push_back({s->arch_name, s->shape_name,
-                   fmt::format("hidden {}, {} layers, heads {}/{} x {}{}, {}, vocab {}{}", s->hidden, s->n_layers,
-                               s->n_head, s->n_head_kv, s->head_dim, mixer, ffn, s->vocab,
-                               s->tied_embeddings ? ", tied embeddings" : "")});
+    for (const ModelShape& s : all_shapes()) {
+      std::string ffn = s.moe() ? fmt::format("{} experts top-{}, expert FFN {}, shared {}", s.n_expert,
+                                              s.n_expert_used, s.expert_ffn, s.shared_ffn)
+                                : fmt::format("FFN {}", s.ffn);
+      std::string mixer = s.hybrid() ? fmt::format(", linear k/v heads {}/{}", s.lin_k_heads, s.lin_v_heads) : "";
+      e.push_back({s.arch_name(), s.name,
+                   fmt::format("hidden {}, {} layers, heads {}/{} x {}{}, {}, vocab {}{}", s.hidden, s.n_layers,
+                               s.n_head, s.n_head_kv, s.head_dim, mixer, ffn, s.vocab,
+                               s.tied_embeddings ? ", tied embeddings" : "")});
     }
     return e;
   }();

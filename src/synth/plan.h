@@ -17,7 +17,7 @@ struct TypeChoice {
 };
 
 struct Resolved {
-  const ModelShape* shape;
+  ModelShape shape;
   int64_t n_layers;  // blocks actually written
   TypeChoice type;
 };

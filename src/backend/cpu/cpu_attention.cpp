@@ -5,8 +5,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/error.h"
-#include "runtime/sequence_cache.h"
-#include "runtime/step_plan.h"
+#include "step/sequence_cache.h"
+#include "step/step_plan.h"
 
 namespace memra {
 
@@ -39,7 +39,7 @@ void CpuBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const Ve
   MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
   const int64_t q_row = static_cast<int64_t>(s.n_head) * s.q_head_stride;
   const int64_t k_row = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
-#pragma omp parallel for schedule(static) \
+#pragma omp parallel for num_threads(threads_) schedule(static) \
     if (rows > 1 && cpu::worth_parallel(rows * (s.n_head + s.n_head_kv) * s.head_dim))
   for (int64_t r = 0; r < rows; ++r) {
     for (int h = 0; h < s.n_head; ++h)
@@ -68,7 +68,7 @@ void CpuBackend::attention(int layer, const float* q, const float* k, const floa
       std::memcpy(kc + (seq.pos0 + i) * kv_row, k + (seq.row0 + i) * kv_row, kv_row * sizeof(float));
       std::memcpy(vc + (seq.pos0 + i) * kv_row, v + (seq.row0 + i) * kv_row, kv_row * sizeof(float));
     }
-#pragma omp parallel for collapse(2) schedule(static) \
+#pragma omp parallel for num_threads(threads_) collapse(2) schedule(static) \
     if (cpu::worth_parallel(int64_t{seq.n_rows} * s.n_head * (seq.pos0 + seq.n_rows) * hd * 2))
     for (int32_t i = 0; i < seq.n_rows; ++i) {
       for (int h = 0; h < s.n_head; ++h) {

@@ -6,15 +6,18 @@
 #include <cstring>
 #include <new>
 
+#include <omp.h>
+
 #include "common/error.h"
 #include "quant/quant.h"
-#include "runtime/step_plan.h"
+#include "step/step_plan.h"
 
 namespace memra {
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend(const CpuOptions& options) { return std::make_unique<CpuBackend>(options); }
 
-CpuBackend::CpuBackend() = default;
+CpuBackend::CpuBackend(const CpuOptions& options)
+    : threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {}
 CpuBackend::~CpuBackend() = default;
 
 namespace cpu {
@@ -105,7 +108,7 @@ void CpuBackend::embed(const WeightRef& table, float* out) {
 
 void CpuBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
   MEMRA_ASSERT(w.n == dim, "rms_norm weight {} != dim {}", w.n, dim);
-#pragma omp parallel for schedule(static) if (cpu::worth_parallel(rows * dim) && rows > 1)
+#pragma omp parallel for num_threads(threads_) schedule(static) if (cpu::worth_parallel(rows * dim) && rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     double scale = cpu::rms_scale(xr, dim, eps);
@@ -120,7 +123,7 @@ void CpuBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t 
   const int64_t n_in = w.n_in, n_out = w.n_out;
   // One weight row is decoded once and used for every activation row: each output element is
   // the same float64 dot product whatever the number of rows.
-#pragma omp parallel if (cpu::worth_parallel(n_out * n_in * rows))
+#pragma omp parallel num_threads(threads_) if (cpu::worth_parallel(n_out * n_in * rows))
   {
     std::vector<float> wrow(static_cast<size_t>(n_in));
 #pragma omp for schedule(static)

@@ -1,5 +1,6 @@
 // The CPU reference backend: float32 storage, float64 accumulation, one obvious loop per op.
-// OpenMP splits work over independent outputs only, so results never depend on thread count.
+// OpenMP splits work over independent outputs only, so results never depend on thread count
+// (CpuOptions::threads, MEMRA_THREADS).
 #pragma once
 
 #include <cmath>
@@ -9,13 +10,15 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/options.h"
 
 namespace memra {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend();
+  explicit CpuBackend(const CpuOptions& options = {});
   ~CpuBackend() override;
+  int threads() const { return threads_; }
   std::string name() const override { return "cpu"; }
   bool is_cpu() const override { return true; }
 
@@ -68,6 +71,7 @@ class CpuBackend final : public Backend {
   struct Block { std::unique_ptr<float[], AlignedDelete> data; size_t size; size_t used; };
   std::vector<Block> blocks_;
   size_t block_index_ = 0;
+  int threads_ = 1;  // every parallel region's team size
 };
 
 // Shared helpers of the CPU ops.

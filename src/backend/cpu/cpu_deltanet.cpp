@@ -11,8 +11,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/error.h"
-#include "runtime/sequence_cache.h"
-#include "runtime/step_plan.h"
+#include "step/sequence_cache.h"
+#include "step/step_plan.h"
 
 namespace memra {
 
@@ -181,7 +181,7 @@ void CpuBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float* 
       return wr < hist ? state[static_cast<int64_t>(wr) * channels + ch]
                        : x[(seq.row0 + wr - hist) * static_cast<int64_t>(channels) + ch];
     };
-#pragma omp parallel for schedule(static) if (cpu::worth_parallel(int64_t{channels} * n * kernel))
+#pragma omp parallel for num_threads(threads_) schedule(static) if (cpu::worth_parallel(int64_t{channels} * n * kernel))
     for (int ch = 0; ch < channels; ++ch) {
       for (int t = 0; t < n; ++t) {
         double acc = 0;
@@ -206,7 +206,7 @@ void CpuBackend::gated_delta_rule(int layer, const float* conv_out, const float*
   for (const StepSeq& seq : p.seqs) {
     float* state = seq.cache->layers[layer].ssm;
     MEMRA_ASSERT(state != nullptr, "layer {} has no recurrent state", layer);
-#pragma omp parallel for schedule(static) if (cpu::worth_parallel(int64_t{s.n_v} * d * d * seq.n_rows))
+#pragma omp parallel for num_threads(threads_) schedule(static) if (cpu::worth_parallel(int64_t{s.n_v} * d * d * seq.n_rows))
     for (int h = 0; h < s.n_v; ++h) {
       HeadInputs in;
       load_head(in, conv_out, beta_raw, alpha_raw, ssm_a, dt_bias, s, h, seq.row0, seq.n_rows);
@@ -247,7 +247,7 @@ void CpuBackend::gated_rms_norm(const float* o, const VecRef& w, const float* z,
                                 int n_heads, int d, float eps) {
   MEMRA_ASSERT(w.n == d, "gated norm weight {} != head size {}", w.n, d);
   const int64_t n = rows * n_heads;
-#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n * d))
+#pragma omp parallel for num_threads(threads_) schedule(static) if (cpu::worth_parallel(n * d))
   for (int64_t rh = 0; rh < n; ++rh) {
     const float* oh = o + rh * d;
     double scale = cpu::rms_scale(oh, d, eps);

@@ -15,10 +15,9 @@
 #include "backend/cuda/weight_layout.h"
 #include "backend/cuda/cuda_backend.h"
 #include "common/error.h"
-#include "common/knobs.h"
-#include "runtime/sequence_cache.h"
+#include "step/sequence_cache.h"
 #include "quant/quant.h"
-#include "runtime/step_plan.h"
+#include "step/step_plan.h"
 
 namespace memra {
 
@@ -48,7 +47,9 @@ std::string cuda_unavailable_reason() {
   return "";
 }
 
-std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<cuda::CudaBackend>(); }
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
+  return std::make_unique<cuda::CudaBackend>(options);
+}
 
 namespace cuda {
 
@@ -56,24 +57,24 @@ namespace {
 constexpr size_t kAlign = 256;
 }  // namespace
 
-CudaBackend::CudaBackend() {
+CudaBackend::CudaBackend(const CudaOptions& options) {
   CUDA_CHECK(cudaSetDevice(0));
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   device_name_ = prop.name;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  arena_size_ = static_cast<size_t>(knobs::get_int("MEMRA_CUDA_SCRATCH_MB")) << 20;
+  arena_size_ = static_cast<size_t>(options.scratch_mb) << 20;
   void* p = nullptr;
   if (cudaMalloc(&p, arena_size_) != cudaSuccess)
     fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
   arena_ = static_cast<uint8_t*>(p);
-  graphs_enabled_ = knobs::get_bool("MEMRA_CUDA_GRAPHS");
-  set_pdl_enabled(knobs::get_bool("MEMRA_CUDA_PDL"));
-  gdn_chunked_ = knobs::get_bool("MEMRA_CUDA_GDN_CHUNKED");
-  const std::string kv = knobs::get_string("MEMRA_CUDA_KV");
-  if (kv == "q8_0") kv_type_ = GgmlType::Q8_0;
-  else if (kv != "f16") fail("MEMRA_CUDA_KV='{}' is not a CUDA KV cache type: use f16 or q8_0", kv);
-  if (knobs::get_bool("MEMRA_CUDA_PROFILE")) {
+  graphs_enabled_ = options.graphs;
+  set_pdl_enabled(options.pdl);
+  gdn_chunked_ = options.gdn_chunked;
+  kv_type_ = options.kv_type;
+  if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
+    fail("MEMRA_CUDA_KV={} is not a CUDA KV cache type: use f16 or q8_0", quant::type_name(kv_type_));
+  if (options.profile) {
     profiler_.enable(stream_);
     graphs_enabled_ = false;
   }
@@ -273,9 +274,9 @@ void CudaBackend::on_step(const StepPlan& plan) {
   step_.n_rows = n_rows;
   step_.n_seqs = n_seqs;
   step_.max_seq_rows = max_rows;
-  // Rounded up to the graph bucket (Model::forward keys recorded steps on it): launch sizes
+  // Rounded up to the graph bucket (the engine keys recorded steps on it): launch sizes
   // derived from it are then the same for every step a recorded graph replays.
-  step_.max_kv_len = (max_kv + 255) / 256 * 256;
+  step_.max_kv_len = bucketed_kv_len(max_kv);
   step_.tokens = dints;
   step_.positions = dints + n_rows;
   step_.row_seq = dints + 2 * n_rows;

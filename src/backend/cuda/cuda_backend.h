@@ -13,6 +13,6 @@ bool cuda_device_available();
 // True in a build against the CPU emulation (tests/cudasim): `--device auto` then keeps the CPU.
 bool cuda_backend_emulated();
 std::string cuda_unavailable_reason();
-std::unique_ptr<Backend> make_cuda_backend();
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options = {});
 
 }  // namespace memra

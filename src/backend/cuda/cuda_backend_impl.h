@@ -20,7 +20,7 @@ namespace memra::cuda {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend();
+  explicit CudaBackend(const CudaOptions& options);
   ~CudaBackend() override;
   std::string name() const override;
   bool is_cpu() const override { return false; }

@@ -1,5 +1,5 @@
 // CudaBackend::sample: every row's token computed on the device (k_sample.cu) with
-// runtime/sampling.h's semantics bit for bit; only the B token ids come back. The host validates
+// step/sampling.h's semantics bit for bit; only the B token ids come back. The host validates
 // like sample_token(), builds the per-row tables (sample_host.h) and uploads them in one copy.
 #include <algorithm>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include "backend/cuda/sample_host.h"
 #include "backend/cuda/sample_kernels.h"
 #include "common/error.h"
-#include "runtime/sampling.h"
+#include "step/sampling.h"
 
 namespace memra::cuda {
 namespace {

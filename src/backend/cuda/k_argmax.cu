@@ -1,5 +1,5 @@
 // Greedy token per row, two passes (segment winners, then the row winner). The rule matches the
-// host argmax (runtime/sampling.cpp): largest value, lowest id on ties, NaN and -inf never win,
+// host argmax (step/sampling.cpp): largest value, lowest id on ties, NaN and -inf never win,
 // -1 if nothing qualifies. "Better" is a total order, so the result does not depend on the
 // reduction shape.
 #include "backend/cuda/common.cuh"

@@ -12,8 +12,8 @@
 
 #include "backend/cuda/sample_row.h"
 #include "common/error.h"
-#include "runtime/det_math.h"
-#include "runtime/sampling.h"
+#include "step/det_math.h"
+#include "step/sampling.h"
 
 namespace memra::cuda {
 

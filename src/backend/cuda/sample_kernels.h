@@ -1,5 +1,5 @@
 // Launcher of the CUDA sampler (k_sample.cu): every row's token from device logits, with
-// runtime/sampling.h's semantics bit for bit. The per-row logic is in sample_row.h; the host
+// step/sampling.h's semantics bit for bit. The per-row logic is in sample_row.h; the host
 // side (validation, patch lists, uploads) is cuda_sampling.cpp.
 #pragma once
 

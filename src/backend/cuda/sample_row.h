@@ -1,7 +1,7 @@
 // Per-row logic of the CUDA sampler (k_sample.cu), written once for the device and the host so
 // that a host model of the kernels (tests/gpu_sampling_test.cpp) runs the same decisions.
 //
-// How the device reproduces runtime/sampling.h without ever sorting a row:
+// How the device reproduces step/sampling.h without ever sorting a row:
 // - Adjusted logits l are never stored: kernels read the raw row and replace the few ids touched
 //   by logit bias / penalties (a sorted per-row list of patched values) and the masked ids (-inf).
 // - Pass 1: (l_max, argmax) per row, the greedy token; s_max = l_max / T (division by T > 0 is
@@ -19,8 +19,8 @@
 
 #include <cstdint>
 
-#include "runtime/det_math.h"
-#include "runtime/philox.h"
+#include "step/det_math.h"
+#include "step/philox.h"
 
 namespace memra::cuda {
 

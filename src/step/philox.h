@@ -25,7 +25,7 @@
 
 #include <cstdint>
 
-#include "runtime/det_math.h"
+#include "step/det_math.h"
 
 namespace memra {
 

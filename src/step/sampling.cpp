@@ -1,12 +1,12 @@
 // Reference sampler: the definitions are in sampling.h, the float helpers in det_math.h.
-#include "runtime/sampling.h"
+#include "step/sampling.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
-#include "runtime/det_math.h"
-#include "runtime/philox.h"
+#include "step/det_math.h"
+#include "step/philox.h"
 
 namespace memra {
 
@@ -170,7 +170,7 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 std::vector<SamplingCandidate> sampling_candidates(std::span<const float> logits, const SamplingParams& p) {
-  MEMRA_ASSERT(p.temperature > 0.0f, "sampling_candidates needs temperature > 0, got {}", p.temperature);
+  MEMRA_ASSERT(!p.greedy(), "sampling_candidates needs temperature > 0, got {}", p.temperature);
   if (logits.size() >= kMaxVocab)
     fail("sampling: vocabulary of {} ids is too large for the sampler (limit {})", logits.size(), kMaxVocab);
 

@@ -60,7 +60,25 @@ struct SamplingParams {
   void validate() const;
   // validate() plus: every logit_bias id is < n_vocab.
   void validate(int32_t n_vocab) const;
+  // The one greedy rule (step 2): temperature 0 picks the argmax.
   bool greedy() const { return temperature <= 0.0f; }
+  // Greedy with nothing that changes the logits first (bias, penalties): a plain argmax.
+  bool plain_greedy() const {
+    return greedy() && logit_bias.empty() && repetition_penalty == 1.0f && presence_penalty == 0.0f &&
+           frequency_penalty == 0.0f;
+  }
+};
+
+// How one row of a decode step is sampled (the backends' sample op, the engine's decode step).
+struct RowSampling {
+  const SamplingParams* params = nullptr;
+  uint64_t token_index = 0;                 // index of the token being drawn in its request's stream
+  const int32_t* history = nullptr;         // tokens the penalties look at (host memory)
+  int64_t history_len = 0;
+  const uint32_t* allowed = nullptr;        // grammar mask: packed bitset (bit i: id i allowed), host
+  int64_t allowed_words = 0;                // 0: no mask
+  // Nothing changes the row's logits before a greedy pick: the backend's argmax gives its token.
+  bool plain_greedy() const { return params->plain_greedy() && allowed_words == 0; }
 };
 
 // Applies bias / penalties / mask in place (step 1). `history`: previously generated tokens

@@ -3,12 +3,26 @@
 // decode (many sequences, one row each).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 namespace memra {
 
 class SequenceCache;
+
+// The chunk grid: a prompt is cut into chunks of `chunk` tokens counted from position 0 of its
+// own sequence, never by load, so its numbers do not depend on what else is running, and a
+// prompt resumed at a grid point is cut exactly as a fresh one. The next chunk of a sequence at
+// `pos` with `remaining` tokens left to feed:
+inline int32_t grid_chunk_len(int32_t pos, int64_t remaining, int32_t chunk) {
+  return static_cast<int32_t>(std::min<int64_t>(chunk - pos % chunk, remaining));
+}
+
+// Decode steps are recorded as graphs per (rows, KV length bucket). Backends size their launches
+// from the bucketed KV length, so every step a recording replays launches the same grids.
+inline constexpr int32_t kKvLenBucket = 256;
+inline int32_t bucketed_kv_len(int32_t kv_len) { return (kv_len + kKvLenBucket - 1) / kKvLenBucket * kKvLenBucket; }
 
 struct StepSeq {
   SequenceCache* cache = nullptr;
@@ -22,6 +36,12 @@ struct StepPlan {
   std::vector<int32_t> positions;  // one per row
   std::vector<StepSeq> seqs;
   int64_t n_rows() const { return static_cast<int64_t>(tokens.size()); }
+  // Keys the longest sequence attends to after this step.
+  int32_t max_kv_len() const {
+    int32_t m = 0;
+    for (const StepSeq& s : seqs) m = std::max(m, s.pos0 + s.n_rows);
+    return m;
+  }
   // Appends a sequence's tokens as the next rows.
   void add(SequenceCache* cache, const int32_t* toks, int32_t n, int32_t pos0) {
     StepSeq s{cache, static_cast<int32_t>(tokens.size()), n, pos0};

@@ -1,7 +1,7 @@
 // Per-sequence caches: for each full-attention layer a KV cache, for each Gated DeltaNet layer
-// the conv window and the recurrent state. Allocated in backend memory; batched kernels reach
-// them through the step plan, so a sequence's caches never move while it lives (except when the
-// KV capacity grows between steps).
+// the conv window and the recurrent state, laid out by a CacheShape. Allocated in device memory;
+// batched kernels reach them through the step plan, so a sequence's caches never move while it
+// lives (except when the KV capacity grows between steps).
 #pragma once
 
 #include <cstddef>
@@ -9,11 +9,10 @@
 #include <vector>
 
 #include "common/ggml_type.h"
-#include "model/config.h"
+#include "step/cache_shape.h"
+#include "step/device_memory.h"
 
 namespace memra {
-
-class Backend;
 
 struct LayerCache {
   // Full attention: capacity x (n_head_kv * head_dim) elements of kv_type each, row = position.
@@ -27,7 +26,8 @@ struct LayerCache {
 
 class SequenceCache {
  public:
-  SequenceCache(Backend& backend, const ModelConfig& cfg, int32_t capacity);
+  // `capacity`: the context limit (positions) this sequence may grow to.
+  SequenceCache(DeviceMemory& memory, const CacheShape& shape, int32_t capacity);
   ~SequenceCache();
   SequenceCache(const SequenceCache&) = delete;
   SequenceCache& operator=(const SequenceCache&) = delete;
@@ -41,9 +41,10 @@ class SequenceCache {
   void advance(int32_t n) { pos_ += n; }
   // Back to an empty sequence (zeroes the recurrent state).
   void clear();
-  // Copies another cache of the same model (prefix reuse / snapshots).
+  // Copies another cache of the same shape (prefix reuse / snapshots).
   void copy_from(const SequenceCache& other);
 
+  const CacheShape& shape() const { return shape_; }
   std::vector<LayerCache> layers;
   GgmlType kv_type;
   size_t kv_row_bytes = 0;    // bytes per position per layer, K (same for V)
@@ -53,8 +54,8 @@ class SequenceCache {
   size_t state_bytes() const;
 
  private:
-  Backend& backend_;
-  const ModelConfig& cfg_;
+  DeviceMemory& memory_;
+  const CacheShape shape_;
   int32_t pos_ = 0;
   int32_t capacity_ = 0;
   int32_t max_capacity_ = 0;

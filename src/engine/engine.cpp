@@ -1,4 +1,4 @@
-#include "runtime/engine.h"
+#include "engine/engine.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,10 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "common/knobs.h"
+#include "engine/step_runner.h"
 #include "gguf/gguf.h"
-#include "runtime/step_plan.h"
+#include "step/sampling.h"
+#include "step/step_plan.h"
 #include "tokenizer/tokenizer.h"
 
 #ifdef MEMRA_HAVE_CUDA
@@ -17,17 +18,17 @@
 
 namespace memra {
 
-std::unique_ptr<Backend> make_backend(const std::string& device_in) {
-  std::string device = device_in.empty() ? knobs::get_string("MEMRA_DEVICE") : device_in;
-  if (device == "cpu") return make_cpu_backend();
+std::unique_ptr<Backend> make_backend(const EngineOptions& options) {
+  const std::string& device = options.device;
+  if (device == "cpu") return make_cpu_backend(options.cpu);
   if (device == "cuda" || device == "auto") {
 #ifdef MEMRA_HAVE_CUDA
-    if (cuda_device_available() && (device == "cuda" || !cuda_backend_emulated())) return make_cuda_backend();
+    if (cuda_device_available() && (device == "cuda" || !cuda_backend_emulated())) return make_cuda_backend(options.cuda);
     if (device == "cuda") fail("--device cuda: no usable CUDA GPU found ({})", cuda_unavailable_reason());
 #else
     if (device == "cuda") fail("--device cuda: this memra was built without the CUDA backend (rebuild with nvcc present)");
 #endif
-    return make_cpu_backend();
+    return make_cpu_backend(options.cpu);
   }
   fail("unknown device '{}' (use auto, cpu or cuda)", device);
 }
@@ -50,26 +51,26 @@ std::unique_ptr<Engine> Engine::open_memory(const uint8_t* data, size_t size, co
 Engine::~Engine() = default;
 
 void Engine::init(const EngineOptions& opts) {
+  if (opts.prefill_chunk < 1) fail("the prefill chunk must be at least 1 token, got {}", opts.prefill_chunk);
   const ModelConfig probe = ModelConfig::from_gguf(*file_);
-  backend_ = make_backend(opts.device);
+  backend_ = make_backend(opts);
   if (probe.is_moe() && !backend_->supports_moe()) {
-    const std::string device = opts.device.empty() ? knobs::get_string("MEMRA_DEVICE") : opts.device;
-    if (device == "cuda")
+    if (opts.device == "cuda")
       fail("{}: mixture-of-experts models are not supported on the CUDA backend yet; use --device cpu",
            file_->path());
     if (opts.verbose) std::fprintf(stderr, "memra: MoE model: using the CPU backend (CUDA MoE not implemented yet)\n");
-    backend_ = make_cpu_backend();
+    backend_ = make_cpu_backend(opts.cpu);
   }
   model_ = Model::load(*file_, *backend_);
+  runner_ = std::make_unique<StepRunner>(*model_, *backend_, opts.phase_timing);
   const ModelConfig& c = model_->config();
+  cache_shape_ = c.cache_shape(backend_->kv_type());
   ctx_ = opts.ctx > 0 ? opts.ctx : std::min(c.n_ctx_train, 32768);
-  prefill_chunk_ = opts.prefill_chunk > 0 ? opts.prefill_chunk
-                                          : static_cast<int32_t>(knobs::get_int("MEMRA_PREFILL_CHUNK"));
+  prefill_chunk_ = opts.prefill_chunk;
   if (opts.verbose) {
     std::fprintf(stderr, "memra: %s\nmemra: backend %s, context %d, prefill chunk %d, weights %.1f MB\n",
                  c.summary().c_str(), backend_->name().c_str(), ctx_, prefill_chunk_,
                  model_->total_weight_bytes() / 1e6);
-    std::fprintf(stderr, "memra: knobs\n%s", knobs::describe_all().c_str());
   }
 }
 
@@ -79,26 +80,38 @@ const Tokenizer& Engine::tokenizer() {
 }
 
 std::unique_ptr<SequenceCache> Engine::new_sequence() {
-  return std::make_unique<SequenceCache>(*backend_, model_->config(), ctx_);
+  return std::make_unique<SequenceCache>(*backend_, cache_shape_, ctx_);
+}
+
+int32_t Engine::next_chunk_len(const SequenceCache& seq, size_t remaining) const {
+  return grid_chunk_len(seq.pos(), static_cast<int64_t>(remaining), prefill_chunk_);
+}
+
+const float* Engine::feed_chunk(SequenceCache& seq, const int32_t* tokens, int32_t n, ChunkLogits logits) {
+  StepPlan plan;
+  plan.add(&seq, tokens, n, seq.pos());
+  std::vector<int32_t> rows;
+  if (logits == ChunkLogits::All) {
+    for (int32_t i = 0; i < n; ++i) rows.push_back(i);
+  } else if (logits == ChunkLogits::Last) {
+    rows.push_back(n - 1);
+  }
+  const float* out = runner_->run(plan, rows);
+  seq.advance(n);
+  return out;
 }
 
 int32_t Engine::prefill_chunk(SequenceCache& seq, std::span<const int32_t> tokens, std::vector<float>* logits) {
   if (tokens.empty()) fail("empty prompt: at least one token is needed");
-  const int32_t pos = seq.pos();
-  const int32_t n = std::min<int32_t>(prefill_chunk_ - pos % prefill_chunk_, static_cast<int32_t>(tokens.size()));
-  seq.reserve(pos + n);
-  StepPlan plan;
-  plan.add(&seq, tokens.data(), n, pos);
-  std::vector<int32_t> rows;
-  if (logits) rows.push_back(n - 1);
-  const float* out = model_->forward(plan, rows);
+  const int32_t n = next_chunk_len(seq, tokens.size());
+  seq.reserve(seq.pos() + n);
+  const float* out = feed_chunk(seq, tokens.data(), n, logits ? ChunkLogits::Last : ChunkLogits::None);
   if (logits) {
     logits->resize(config().n_vocab);
     backend_->to_host(logits->data(), out, static_cast<size_t>(config().n_vocab) * sizeof(float));
   } else {
     backend_->synchronize();
   }
-  seq.advance(n);
   return n;
 }
 
@@ -106,23 +119,16 @@ void Engine::prefill(SequenceCache& seq, std::span<const int32_t> tokens, std::v
                      std::vector<float>* all_logits) {
   const int32_t n_vocab = config().n_vocab;
   if (tokens.empty()) fail("empty prompt: at least one token is needed");
-  const int32_t total = seq.pos() + static_cast<int32_t>(tokens.size());
-  seq.reserve(total);
+  seq.reserve(seq.pos() + static_cast<int32_t>(tokens.size()));
   if (all_logits) all_logits->assign(tokens.size() * static_cast<size_t>(n_vocab), 0.0f);
   size_t done = 0;
   while (done < tokens.size()) {
-    const int32_t pos = seq.pos();
-    const int32_t n = std::min<int32_t>(prefill_chunk_ - pos % prefill_chunk_, static_cast<int32_t>(tokens.size() - done));
-    StepPlan plan;
-    plan.add(&seq, tokens.data() + done, n, pos);
+    const int32_t n = next_chunk_len(seq, tokens.size() - done);
     const bool last_chunk = done + n == tokens.size();
-    std::vector<int32_t> rows;
-    if (all_logits) {
-      for (int32_t i = 0; i < n; ++i) rows.push_back(i);
-    } else if (last_chunk && last_logits) {
-      rows.push_back(n - 1);
-    }
-    const float* logits = model_->forward(plan, rows);
+    const ChunkLogits want = all_logits                    ? ChunkLogits::All
+                             : last_chunk && last_logits ? ChunkLogits::Last
+                                                         : ChunkLogits::None;
+    const float* logits = feed_chunk(seq, tokens.data() + done, n, want);
     if (all_logits) {
       backend_->to_host(all_logits->data() + done * n_vocab, logits, static_cast<size_t>(n) * n_vocab * sizeof(float));
     }
@@ -131,15 +137,17 @@ void Engine::prefill(SequenceCache& seq, std::span<const int32_t> tokens, std::v
       const float* row = all_logits ? logits + static_cast<size_t>(n - 1) * n_vocab : logits;
       backend_->to_host(last_logits->data(), row, n_vocab * sizeof(float));
     }
-    seq.advance(n);
     done += n;
   }
   backend_->synchronize();
 }
 
-const float* Engine::decode_forward(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens) {
+void Engine::decode(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, const StepSampling& sampling,
+                    StepOutput& out) {
   MEMRA_ASSERT(seqs.size() == tokens.size() && !seqs.empty(), "decode: {} sequences, {} tokens", seqs.size(),
                tokens.size());
+  MEMRA_ASSERT(sampling.rows.empty() || sampling.rows.size() == seqs.size(), "decode: {} sampling rows for {} sequences",
+               sampling.rows.size(), seqs.size());
   StepPlan& plan = decode_plan_;
   plan = StepPlan{};
   decode_rows_.clear();
@@ -149,30 +157,29 @@ const float* Engine::decode_forward(std::span<SequenceCache* const> seqs, std::s
     plan.add(seqs[b], &tokens[b], 1, seqs[b]->pos());
     decode_rows_.push_back(static_cast<int32_t>(b));
   }
-  const float* out = model_->forward(plan, decode_rows_);
+  const float* logits = runner_->run(plan, decode_rows_);
   for (SequenceCache* s : seqs) s->advance(1);
-  return out;
-}
 
-void Engine::decode(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens, std::vector<float>& logits) {
-  const float* out = decode_forward(seqs, tokens);
-  logits.resize(seqs.size() * static_cast<size_t>(config().n_vocab));
-  backend_->to_host(logits.data(), out, logits.size() * sizeof(float));
-}
-
-void Engine::decode_greedy(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens,
-                           std::vector<int32_t>& next) {
-  const float* out = decode_forward(seqs, tokens);
-  next.resize(seqs.size());
-  backend_->argmax(out, static_cast<int64_t>(seqs.size()), config().n_vocab, next.data());
-}
-
-void Engine::decode_sample(std::span<SequenceCache* const> seqs, std::span<const int32_t> tokens,
-                           std::span<const RowSampling> sampling, std::vector<int32_t>& next) {
-  MEMRA_ASSERT(sampling.size() == seqs.size(), "one RowSampling per sequence");
-  const float* out = decode_forward(seqs, tokens);
-  next.resize(seqs.size());
-  backend_->sample(out, static_cast<int64_t>(seqs.size()), config().n_vocab, sampling.data(), next.data());
+  const int64_t rows = static_cast<int64_t>(seqs.size());
+  const int32_t n_vocab = config().n_vocab;
+  out.tokens.clear();
+  if (sampling.rows.empty() || sampling.logits) {
+    out.logits.resize(static_cast<size_t>(rows) * n_vocab);
+    backend_->to_host(out.logits.data(), logits, out.logits.size() * sizeof(float));
+    for (const RowSampling& s : sampling.rows) {
+      const std::span<const float> row(out.logits.data() + out.tokens.size() * n_vocab, static_cast<size_t>(n_vocab));
+      out.tokens.push_back(sample_token(row, *s.params, s.token_index,
+                                        std::span<const int32_t>(s.history, static_cast<size_t>(s.history_len)),
+                                        std::span<const uint32_t>(s.allowed, static_cast<size_t>(s.allowed_words))));
+    }
+    return;
+  }
+  out.logits.clear();
+  out.tokens.resize(static_cast<size_t>(rows));
+  const bool all_plain_greedy =
+      std::all_of(sampling.rows.begin(), sampling.rows.end(), [](const RowSampling& s) { return s.plain_greedy(); });
+  if (all_plain_greedy) backend_->argmax(logits, rows, n_vocab, out.tokens.data());
+  else backend_->sample(logits, rows, n_vocab, sampling.rows.data(), out.tokens.data());
 }
 
 }  // namespace memra
