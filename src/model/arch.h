@@ -72,9 +72,11 @@ std::vector<const Arch*> registered_archs();
 // "a, b, c": the names of registered_archs() (for messages).
 std::string arch_names();
 
-// Registers an architecture; model/<arch>.cpp holds one at namespace scope.
+// Registers an architecture; model/<arch>.cpp holds one at namespace scope, beside the Arch
+// constant it registers (the registry keeps its address).
 struct ArchRegistrar {
   explicit ArchRegistrar(const Arch& arch);
+  explicit ArchRegistrar(const Arch&& arch) = delete;
 };
 
 }  // namespace memra

@@ -39,7 +39,8 @@ void bind(TensorBinder& b, Model& m) {
   bind_layers(b, m, [&](int l) { return bind_dense_ffn(b, m.cfg_, l); });
 }
 
-const ArchRegistrar kRegistrar({"qwen3", kTraits, bind, kShapes});
+constexpr Arch kArch{"qwen3", kTraits, bind, kShapes};
+const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
 }  // namespace memra

@@ -43,7 +43,8 @@ void bind(TensorBinder& b, Model& m) {
   bind_layers(b, m, [&](int l) { return bind_dense_ffn(b, m.cfg_, l); });
 }
 
-const ArchRegistrar kRegistrar({"qwen35", kTraits, bind, kShapes});
+constexpr Arch kArch{"qwen35", kTraits, bind, kShapes};
+const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
 }  // namespace memra

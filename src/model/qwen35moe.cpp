@@ -38,7 +38,8 @@ void bind(TensorBinder& b, Model& m) {
   bind_layers(b, m, [&](int l) { return bind_moe_ffn(b, m.cfg_, l); });
 }
 
-const ArchRegistrar kRegistrar({"qwen35moe", kTraits, bind, kShapes});
+constexpr Arch kArch{"qwen35moe", kTraits, bind, kShapes};
+const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
 }  // namespace memra

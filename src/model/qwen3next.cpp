@@ -41,7 +41,8 @@ void bind(TensorBinder& b, Model& m) {
   });
 }
 
-const ArchRegistrar kRegistrar({"qwen3next", kTraits, bind, kShapes});
+constexpr Arch kArch{"qwen3next", kTraits, bind, kShapes};
+const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
 }  // namespace memra
