@@ -7,12 +7,8 @@
 namespace memra {
 namespace {
 
-constexpr ArchTraits kTraits{.hybrid = false,
-                             .attn_gated = false,
-                             .ffn = FfnKind::Dense,
-                             .post_norm = "ffn_norm",
-                             .tokenizer_pre = "qwen2",
-                             .rope_sections = false};
+// Traits beyond the defaults (model/arch.h): full attention in every layer, no gate, dense FFN.
+constexpr ArchTraits kTraits{.post_norm = "ffn_norm"};
 
 // Released sizes (published config.json files) and the dimensions of the `tiny` fixture
 // (../shared/fixtures/qwen3-tiny.json).
@@ -20,10 +16,9 @@ constexpr int64_t kVocab = 151936;
 constexpr uint32_t kContext = 40960;
 constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
 // clang-format off
-//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
-//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
-//   vocab, tied, theta, context, full-attention interval
 constexpr ArchShape kShapes[] = {
+  // shape, hidden, layers, heads, kv heads, head dim, rope dims, ffn, | Gated DeltaNet: k heads, v heads, head dim,
+  // conv kernel, | experts, used, expert ffn, shared ffn, | vocab, tied, rope theta, context, full-attention interval
   {"tiny", 128, 4, 4, 2, 64, 64, 256, 0, 0, 0, 0, 0, 0, 0, 0, 1024, false, 1e6f, kTinyContext, 1},
   {"0.6b", 1024, 28, 16, 8, 128, 128, 3072, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, true, 1e6f, kContext, 1},
   {"1.7b", 2048, 28, 16, 8, 128, 128, 6144, 0, 0, 0, 0, 0, 0, 0, 0, kVocab, true, 1e6f, kContext, 1},

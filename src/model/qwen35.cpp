@@ -8,14 +8,8 @@
 namespace memra {
 namespace {
 
-constexpr ArchTraits kTraits{.hybrid = true,
-                             .attn_gated = true,
-                             .gdn_head_map = GdnHeadMap::Tiled,
-                             .gdn_gate_layout = GdnGateLayout::Separate,
-                             .ffn = FfnKind::Dense,
-                             .post_norm = "post_attention_norm",
-                             .tokenizer_pre = "qwen35",
-                             .rope_sections = true};
+// Traits beyond the defaults (model/arch.h): Gated DeltaNet layers, gated attention, dense FFN.
+constexpr ArchTraits kTraits{.hybrid = true, .attn_gated = true, .tokenizer_pre = "qwen35", .rope_sections = true};
 
 // Released sizes (published config.json files; ../shared/shapes.md) and the dimensions of the
 // `tiny` fixture (../shared/fixtures/qwen35-tiny.json). Common to the sizes: head_dim 256, 64 rope
@@ -25,10 +19,9 @@ constexpr int64_t kVocab = 248320;
 constexpr uint32_t kContext = 262144;
 constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
 // clang-format off
-//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
-//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
-//   vocab, tied, theta, context, full-attention interval
 constexpr ArchShape kShapes[] = {
+  // shape, hidden, layers, heads, kv heads, head dim, rope dims, ffn, | Gated DeltaNet: k heads, v heads, head dim,
+  // conv kernel, | experts, used, expert ffn, shared ffn, | vocab, tied, rope theta, context, full-attention interval
   {"tiny", 128, 4, 4, 2, 64, 16, 256, 2, 4, 32, 4, 0, 0, 0, 0, 1024, false, 1e7f, kTinyContext, 4},
   {"0.8b", 1024, 24, 8, 2, 256, 64, 3584, 16, 16, 128, 4, 0, 0, 0, 0, kVocab, true, 1e7f, kContext, 4},
   {"2b", 2048, 24, 8, 2, 256, 64, 6144, 16, 16, 128, 4, 0, 0, 0, 0, kVocab, true, 1e7f, kContext, 4},

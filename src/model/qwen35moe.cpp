@@ -7,14 +7,9 @@
 namespace memra {
 namespace {
 
-constexpr ArchTraits kTraits{.hybrid = true,
-                             .attn_gated = true,
-                             .gdn_head_map = GdnHeadMap::Tiled,
-                             .gdn_gate_layout = GdnGateLayout::Separate,
-                             .ffn = FfnKind::Moe,
-                             .post_norm = "post_attention_norm",
-                             .tokenizer_pre = "qwen35",
-                             .rope_sections = true};
+// Traits beyond the defaults (model/arch.h): Gated DeltaNet layers, gated attention, MoE FFN.
+constexpr ArchTraits kTraits{
+    .hybrid = true, .attn_gated = true, .ffn = FfnKind::Moe, .tokenizer_pre = "qwen35", .rope_sections = true};
 
 // Released sizes (published config.json files; ../shared/shapes.md) and the dimensions of the
 // `tiny` fixture (../shared/fixtures/qwen35moe-tiny.json).
@@ -22,10 +17,9 @@ constexpr int64_t kVocab = 248320;
 constexpr uint32_t kContext = 262144;
 constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
 // clang-format off
-//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
-//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
-//   vocab, tied, theta, context, full-attention interval
 constexpr ArchShape kShapes[] = {
+  // shape, hidden, layers, heads, kv heads, head dim, rope dims, ffn, | Gated DeltaNet: k heads, v heads, head dim,
+  // conv kernel, | experts, used, expert ffn, shared ffn, | vocab, tied, rope theta, context, full-attention interval
   {"tiny", 128, 4, 4, 2, 64, 16, 0, 2, 4, 32, 4, 8, 2, 64, 96, 1024, false, 1e7f, kTinyContext, 4},
   {"35b-a3b", 2048, 40, 16, 2, 256, 64, 0, 16, 32, 128, 4, 256, 8, 512, 512, kVocab, false, 1e7f, kContext, 4},
   {"122b-a10b", 3072, 48, 32, 2, 256, 64, 0, 16, 64, 128, 4, 256, 8, 1024, 1024, kVocab, false, 1e7f, kContext, 4},

@@ -9,14 +9,13 @@
 namespace memra {
 namespace {
 
+// Traits beyond the defaults (model/arch.h): Gated DeltaNet layers with grouped heads and the
+// fused beta/alpha projection, gated attention, MoE or dense FFN per layer.
 constexpr ArchTraits kTraits{.hybrid = true,
                              .attn_gated = true,
                              .gdn_head_map = GdnHeadMap::Grouped,
                              .gdn_gate_layout = GdnGateLayout::GroupedBA,
-                             .ffn = FfnKind::PerLayer,
-                             .post_norm = "post_attention_norm",
-                             .tokenizer_pre = "qwen2",
-                             .rope_sections = false};
+                             .ffn = FfnKind::PerLayer};
 
 // The released size (published config.json) and the dimensions of the `tiny` fixture
 // (../shared/fixtures/qwen3next-tiny.json).
@@ -24,10 +23,9 @@ constexpr int64_t kVocab = 151936;
 constexpr uint32_t kContext = 262144;
 constexpr uint32_t kTinyContext = 32768;  // transformers' default, as in the fixtures
 // clang-format off
-//   shape, hidden, layers, heads, kv heads, head_dim, n_rot, ffn,
-//   lin k heads, lin v heads, lin head dim, conv kernel, experts, used, expert ffn, shared ffn,
-//   vocab, tied, theta, context, full-attention interval
 constexpr ArchShape kShapes[] = {
+  // shape, hidden, layers, heads, kv heads, head dim, rope dims, ffn, | Gated DeltaNet: k heads, v heads, head dim,
+  // conv kernel, | experts, used, expert ffn, shared ffn, | vocab, tied, rope theta, context, full-attention interval
   {"tiny", 128, 4, 4, 2, 64, 16, 256, 2, 4, 32, 4, 8, 2, 64, 96, 1024, false, 1e7f, kTinyContext, 4},
   {"80b-a3b", 2048, 48, 16, 2, 256, 64, 5120, 16, 32, 128, 4, 512, 10, 512, 512, kVocab, false, 1e7f, kContext, 4},
 };
