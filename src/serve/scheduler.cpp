@@ -36,7 +36,6 @@ struct Scheduler::Slot {
   bool done = false;
 };
 
-
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options, Metrics* metrics)
     : engine_(engine), opts_(options), metrics_(metrics) {
   if (opts_.max_batch < 1) fail("--max-batch must be at least 1, got {}", opts_.max_batch);
