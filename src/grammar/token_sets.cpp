@@ -1,0 +1,72 @@
+#include "grammar/token_sets.h"
+
+#include "grammar/stacks.h"
+
+namespace memra::grammar {
+
+std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab) {
+  const ByteTrie& trie = vocab.trie();
+  Stacks st(g, kMaxStackDepth);
+  const size_t levels = trie.max_depth() + 1;
+  std::vector<std::vector<Top>> level(levels);
+  std::vector<size_t> mark(levels, 0);
+  level[0].push_back({state, kEscape});
+  std::vector<uint32_t> accepted(vocab.mask_words(), 0);
+  size_t n_accepted = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> escape_at;  // (node, depth)
+
+  const size_t n = trie.n_nodes();
+  size_t i = 0;
+  while (i < n) {
+    const uint32_t d = trie.depth(i);
+    st.frames.resize(mark[d - 1]);
+    uint8_t flags = 0;
+    st.advance(level[d - 1], trie.byte(i), level[d], flags);
+    const bool escaped = (flags & kReachedEscape) != 0;
+    if (!level[d].empty() || escaped) {
+      for (uint32_t k = trie.first(i); k < trie.here_end(i); ++k) {
+        const auto id = static_cast<uint32_t>(trie.entry(k));
+        accepted[id / 32] |= 1u << (id % 32);
+        ++n_accepted;
+      }
+    }
+    if (escaped && trie.here_end(i) < trie.first(trie.next(i))) escape_at.emplace_back(static_cast<uint32_t>(i), d);
+    if (!level[d].empty()) {
+      mark[d] = st.frames.size();
+      ++i;
+    } else {
+      i = trie.next(i);
+    }
+  }
+
+  auto out = std::make_shared<TokenSet>();
+  std::vector<std::pair<std::string, int32_t>> suffixes;
+  for (auto [node, d] : escape_at) {
+    for (uint32_t k = trie.here_end(node); k < trie.first(trie.next(node)); ++k) {
+      const int32_t id = trie.entry(k);
+      if ((accepted[static_cast<uint32_t>(id) / 32] >> (static_cast<uint32_t>(id) % 32)) & 1u) continue;
+      suffixes.emplace_back(vocab.bytes(id).substr(d), id);
+    }
+  }
+  out->escapes = ByteTrie(std::move(suffixes));
+  out->n_accepted = n_accepted;
+  if (n_accepted * 32 < static_cast<size_t>(vocab.n_vocab())) {
+    out->ids.reserve(n_accepted);
+    for (size_t w = 0; w < accepted.size(); ++w)
+      for (uint32_t bits = accepted[w]; bits; bits &= bits - 1)
+        out->ids.push_back(static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(bits))));
+  } else {
+    out->bits = std::move(accepted);
+  }
+  return out;
+}
+
+std::shared_ptr<const TokenSet> token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab) {
+  const uint64_t key = g.state_key(state);
+  if (auto hit = vocab.find(key)) return hit;
+  auto set = compute_token_set(g, state, vocab);
+  vocab.insert(key, set);
+  return set;
+}
+
+}  // namespace memra::grammar
