@@ -49,8 +49,8 @@ class Compiler {
     find_recursive();
     decide_inlining();
     for (int32_t r : compiled_order_) build_rule(r);
+    check_left_recursion();  // first: a left-recursive rule is often also one that never completes
     prune_dead();
-    check_left_recursion();
     compute_keys();
     make_dense_tables();
     return out_;
@@ -286,6 +286,10 @@ class Compiler {
   }
 
   void build_rule(int32_t r) {
+    // The cost estimate counts the states the construction would make: refuse before allocating.
+    if (nfa_total_ + cost_[static_cast<size_t>(r)] > lim_.max_nfa_states)
+      grammar_fail("the grammar is too large: rule '{}' expands to about {} automaton states (limit {})",
+                   g_.rule_name(r), cost_[static_cast<size_t>(r)], lim_.max_nfa_states);
     nfa_.clear();
     const uint32_t start = new_nfa_state();
     const uint32_t end = build(g_.rule_body(r), start, 0);

@@ -32,11 +32,11 @@ template <typename... Args>
 // Limits on what one request may make the compiler build (hostile grammars). Past any of them the
 // compile fails with GrammarError naming the limit.
 struct Limits {
-  int64_t max_exprs = 1 << 20;          // expression nodes in the grammar
+  int64_t max_exprs = 1 << 19;          // expression nodes in the grammar (~80 bytes each)
   int64_t max_rules = 1 << 16;
-  int64_t max_nfa_states = 1 << 21;     // all rules together
-  int64_t max_dfa_states = 1 << 18;     // all rules together
-  int64_t max_dfa_states_per_rule = 1 << 16;
+  int64_t max_nfa_states = 1 << 20;     // all rules together
+  int64_t max_dfa_states = 1 << 19;     // all rules together
+  int64_t max_dfa_states_per_rule = 1 << 17;
   int32_t max_repeat = 4096;            // the largest finite bound of a counted repetition
   int32_t max_nesting = 256;            // nesting of the grammar's text (brackets, schema levels)
   int64_t max_source_bytes = 4 << 20;   // a schema / grammar text

@@ -20,40 +20,30 @@ const TokenSet& Matcher::set_of(uint32_t state) {
 
 void Matcher::add_escapes(const TokenSet& set, uint32_t below, std::span<uint32_t> mask) {
   if (below == kBottom) return;  // the root rule ended: nothing may follow
-  const ByteTrie& trie = set.escapes;
-  const size_t levels = trie.max_depth() + 1;
-  if (level_.size() < levels) level_.resize(levels);
-  if (mark_.size() < levels) mark_.resize(levels);
   const size_t base = stacks_.frames.size();
-  level_[0].clear();
+  std::vector<Top> start;
   uint8_t flags = 0;
   const Frame f = stacks_.frames[below];
-  stacks_.expand({f.state, f.below}, level_[0], flags);
-  mark_[0] = stacks_.frames.size();
-  if (level_[0].empty()) {
-    stacks_.frames.resize(base);
-    return;
-  }
-  const size_t n = trie.n_nodes();
-  size_t i = 0;
-  while (i < n) {
-    const uint32_t d = trie.depth(i);
-    stacks_.frames.resize(mark_[d - 1]);
-    stacks_.advance(level_[d - 1], trie.byte(i), level_[d], flags);
-    if (!level_[d].empty() || (flags & kReachedBottom)) {
-      for (uint32_t k = trie.first(i); k < trie.here_end(i); ++k) {
-        const auto id = static_cast<uint32_t>(trie.entry(k));
-        mask[id / 32] |= 1u << (id % 32);
-      }
-    }
-    if (!level_[d].empty()) {
-      mark_[d] = stacks_.frames.size();
-      ++i;
-    } else {
-      i = trie.next(i);
+  stacks_.expand({f.state, f.below}, start, flags);
+  if (!start.empty()) {
+    walk_and_mark(start, set.escapes, 0, set.escapes.n_nodes(), 0, mask);
+    const ByteTrie& vt = vocab_->trie();
+    for (auto [node, depth] : set.escape_subtrees) {
+      walk_and_mark(start, vt, node + 1, vt.next(node), depth, mask);
     }
   }
   stacks_.frames.resize(base);
+}
+
+void Matcher::walk_and_mark(const std::vector<Top>& start, const ByteTrie& trie, size_t begin, size_t end,
+                            uint32_t base_depth, std::span<uint32_t> mask) {
+  walk_trie(stacks_, start, trie, begin, end, base_depth, level_, mark_, [&](size_t i, uint32_t, bool alive, uint8_t flags) {
+    if (!alive && !(flags & kReachedBottom)) return;
+    for (uint32_t k = trie.first(i); k < trie.here_end(i); ++k) {
+      const auto id = static_cast<uint32_t>(trie.entry(k));
+      mask[id / 32] |= 1u << (id % 32);
+    }
+  });
 }
 
 size_t Matcher::fill_mask(std::span<uint32_t> mask) {
@@ -61,6 +51,14 @@ size_t Matcher::fill_mask(std::span<uint32_t> mask) {
                vocab_->mask_words());
   std::fill(mask.begin(), mask.end(), 0u);
   if (finished_) return 0;
+  // Near the depth limit the cached sets (computed from depth 0) may allow pushes that the real
+  // stack cannot make: walk the whole vocabulary with the real stacks instead (hostile nesting).
+  uint32_t depth = 0;
+  for (const Top& t : tops_) depth = std::max(depth, t.below >= kEscape ? 0u : stacks_.frames[t.below].depth);
+  if (depth + 2 * vocab_->trie().max_depth() + 64 > kMaxStackDepth) {
+    walk_and_mark(tops_, vocab_->trie(), 0, vocab_->trie().n_nodes(), 0, mask);
+    return finish_mask(mask);
+  }
   // Stacks sorted by top state: one accepted set per state, escapes per distinct stack below.
   std::vector<Top> tops = tops_;
   std::sort(tops.begin(), tops.end(), [](const Top& a, const Top& b) {
@@ -75,8 +73,12 @@ size_t Matcher::fill_mask(std::span<uint32_t> mask) {
         for (int32_t id : set.ids) mask[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
       }
     }
-    if (set.escapes.n_entries() > 0) add_escapes(set, tops[i].below, mask);
+    if (set.escapes.n_entries() > 0 || !set.escape_subtrees.empty()) add_escapes(set, tops[i].below, mask);
   }
+  return finish_mask(mask);
+}
+
+size_t Matcher::finish_mask(std::span<uint32_t> mask) const {
   if (can_end_)
     for (int32_t id : vocab_->end_ids()) mask[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
   size_t count = 0;

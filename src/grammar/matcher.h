@@ -46,6 +46,11 @@ class Matcher {
  private:
   bool run_bytes(std::string_view bytes, bool commit);
   void add_escapes(const TokenSet& set, uint32_t below, std::span<uint32_t> mask);
+  // Sets the bits of the entries of trie nodes [begin, end) that the stacks `start`, standing at
+  // depth base_depth, accept.
+  void walk_and_mark(const std::vector<Top>& start, const ByteTrie& trie, size_t begin, size_t end, uint32_t base_depth,
+                     std::span<uint32_t> mask);
+  size_t finish_mask(std::span<uint32_t> mask) const;  // adds the end tokens, counts
   const TokenSet& set_of(uint32_t state);
 
   std::shared_ptr<const CompiledGrammar> grammar_;

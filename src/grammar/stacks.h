@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "grammar/byte_trie.h"
 #include "grammar/compiled_grammar.h"
 
 namespace memra::grammar {
@@ -48,6 +49,7 @@ class Stacks {
   // Steps every stack of `in` over byte b and expands the results into `out` (cleared first,
   // deduplicated). Returns false when nothing survived (out empty and no flag).
   bool advance(const std::vector<Top>& in, uint8_t b, std::vector<Top>& out, uint8_t& flags);
+  const CompiledGrammar& grammar() const { return g_; }
 
  private:
   void expand_rec(Top t, std::vector<Top>& out, uint8_t& flags, uint32_t depth_guard);
@@ -56,5 +58,56 @@ class Stacks {
   const uint32_t max_depth_;
   std::vector<Top> visited_;
 };
+
+// Walks the nodes [begin, end) of `trie` (a whole subtree, or the whole trie) depth first from
+// the stacks `start`, which stand at depth `base_depth`, skipping every subtree that no stack
+// survives into. Calls on_node(node, depth, alive, flags) for each node where some stack
+// survives (alive) or a flag was reached at its last byte; depth counts from base_depth.
+// `level` and `mark` are scratch; frames pushed by the walk are dropped before it returns.
+template <typename OnNode>
+void walk_trie(Stacks& st, const std::vector<Top>& start, const ByteTrie& trie, size_t begin, size_t end,
+               uint32_t base_depth, std::vector<std::vector<Top>>& level, std::vector<size_t>& mark, OnNode&& on_node) {
+  const size_t levels = trie.max_depth() + 1;
+  if (level.size() < levels) level.resize(levels);
+  if (mark.size() < levels) mark.resize(levels);
+  const size_t base = st.frames.size();
+  level[base_depth] = start;
+  mark[base_depth] = base;
+  const CompiledGrammar& g = st.grammar();
+  size_t i = begin;
+  while (i < end) {
+    const uint32_t d = trie.depth(i);
+    const std::vector<Top>& prev = level[d - 1];
+    std::vector<Top>& cur = level[d];
+    if (prev.size() == 1) {  // fast path: one stack moving inside its rule
+      const uint32_t t = g.step(prev[0].state, trie.byte(i));
+      if (t == kNoState) {
+        i = trie.next(i);
+        continue;
+      }
+      const DfaState& ts = g.state(t);
+      if (ts.calls_begin == ts.calls_end && !ts.accepting && ts.edges_begin != ts.edges_end) {
+        cur.resize(1);
+        cur[0] = {t, prev[0].below};
+        mark[d] = mark[d - 1];
+        on_node(i, d - base_depth, true, uint8_t{0});
+        ++i;
+        continue;
+      }
+    }
+    st.frames.resize(mark[d - 1]);
+    uint8_t flags = 0;
+    st.advance(prev, trie.byte(i), cur, flags);
+    const bool alive = !cur.empty();
+    if (alive || flags) on_node(i, d - base_depth, alive, flags);
+    if (alive) {
+      mark[d] = st.frames.size();
+      ++i;
+    } else {
+      i = trie.next(i);
+    }
+  }
+  st.frames.resize(base);
+}
 
 }  // namespace memra::grammar

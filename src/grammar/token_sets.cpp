@@ -4,26 +4,22 @@
 
 namespace memra::grammar {
 
+namespace {
+// An escape with more tokens below it than this is kept as a subtree of the vocabulary trie.
+constexpr uint32_t kMaxListedEscapes = 128;
+}  // namespace
+
 std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab) {
   const ByteTrie& trie = vocab.trie();
   Stacks st(g, kMaxStackDepth);
-  const size_t levels = trie.max_depth() + 1;
-  std::vector<std::vector<Top>> level(levels);
-  std::vector<size_t> mark(levels, 0);
-  level[0].push_back({state, kEscape});
+  std::vector<std::vector<Top>> level;
+  std::vector<size_t> mark;
   std::vector<uint32_t> accepted(vocab.mask_words(), 0);
   size_t n_accepted = 0;
   std::vector<std::pair<uint32_t, uint32_t>> escape_at;  // (node, depth)
-
-  const size_t n = trie.n_nodes();
-  size_t i = 0;
-  while (i < n) {
-    const uint32_t d = trie.depth(i);
-    st.frames.resize(mark[d - 1]);
-    uint8_t flags = 0;
-    st.advance(level[d - 1], trie.byte(i), level[d], flags);
+  walk_trie(st, {{state, kEscape}}, trie, 0, trie.n_nodes(), 0, level, mark, [&](size_t i, uint32_t d, bool alive, uint8_t flags) {
     const bool escaped = (flags & kReachedEscape) != 0;
-    if (!level[d].empty() || escaped) {
+    if (alive || escaped) {
       for (uint32_t k = trie.first(i); k < trie.here_end(i); ++k) {
         const auto id = static_cast<uint32_t>(trie.entry(k));
         accepted[id / 32] |= 1u << (id % 32);
@@ -31,17 +27,15 @@ std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint
       }
     }
     if (escaped && trie.here_end(i) < trie.first(trie.next(i))) escape_at.emplace_back(static_cast<uint32_t>(i), d);
-    if (!level[d].empty()) {
-      mark[d] = st.frames.size();
-      ++i;
-    } else {
-      i = trie.next(i);
-    }
-  }
+  });
 
   auto out = std::make_shared<TokenSet>();
   std::vector<std::pair<std::string, int32_t>> suffixes;
   for (auto [node, d] : escape_at) {
+    if (trie.first(trie.next(node)) - trie.here_end(node) > kMaxListedEscapes) {
+      out->escape_subtrees.emplace_back(node, d);
+      continue;
+    }
     for (uint32_t k = trie.here_end(node); k < trie.first(trie.next(node)); ++k) {
       const int32_t id = trie.entry(k);
       if ((accepted[static_cast<uint32_t>(id) / 32] >> (static_cast<uint32_t>(id) % 32)) & 1u) continue;

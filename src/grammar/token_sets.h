@@ -22,8 +22,14 @@ struct TokenSet {
   std::vector<uint32_t> bits;  // accepted ids as a packed bitset, or empty when `ids` is used
   std::vector<int32_t> ids;    // accepted ids when there are few
   ByteTrie escapes;            // suffix -> token ids
+  // Escapes from a node with many tokens below it (whitespace at the end of a rule, a number
+  // that may end after any digit): (vocabulary trie node, depth) - every token of the node's
+  // subtree, minus the first `depth` bytes, is checked at mask time by walking that subtree.
+  std::vector<std::pair<uint32_t, uint32_t>> escape_subtrees;
   size_t n_accepted = 0;
-  size_t memory_bytes() const { return bits.size() * 4 + ids.size() * 4 + escapes.memory_bytes() + sizeof(*this); }
+  size_t memory_bytes() const {
+    return bits.size() * 4 + ids.size() * 4 + escapes.memory_bytes() + escape_subtrees.size() * 8 + sizeof(*this);
+  }
 };
 
 // Deepest rule nesting a stack may reach.

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
@@ -23,6 +26,8 @@ const ojson* present(const ojson& obj, const char* key) {
 ojson schema_of(const ojson& v, const std::string& param) {
   if (v.is_object() || v.is_boolean()) return v;
   if (v.is_string()) {
+    if (json_depth(v.get<std::string>()) > kMaxJsonDepth)
+      throw bad(param, fmt::format("'{}' nests JSON deeper than {} levels", param, kMaxJsonDepth));
     ojson j = ojson::parse(v.get<std::string>(), nullptr, false);
     if (!j.is_discarded() && (j.is_object() || j.is_boolean())) return j;
   }
@@ -134,12 +139,12 @@ Constraint parse_constraint(const ojson& req, const ModelInfo& model, bool chat)
     } else if (type == "json_schema") {
       const ojson* js = present(*rf, "json_schema");
       if (!js || !js->is_object())
-        throw bad("response_format.json_schema", "response_format type 'json_schema' needs a 'json_schema' object");
+        throw bad("response_format", "response_format type 'json_schema' needs a 'json_schema' object");
       const ojson* s = present(*js, "schema");
-      if (!s) throw bad("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+      if (!s) throw bad("response_format", "'response_format.json_schema.schema' is required");
       if (const ojson* st = present(*js, "strict"); st && !st->is_boolean())
-        throw bad("response_format.json_schema.strict", "'response_format.json_schema.strict' must be a boolean");
-      ojson schema = schema_of(*s, "response_format.json_schema.schema");
+        throw bad("response_format", "'response_format.json_schema.strict' must be a boolean");
+      ojson schema = schema_of(*s, "response_format");
       add("response_format", [schema] { return grammar::json_schema_grammar(schema); });
     } else if (type != "text") {
       throw bad("response_format",
@@ -182,6 +187,8 @@ Constraint parse_constraint(const ojson& req, const ModelInfo& model, bool chat)
     out.grammar = grammar::CompiledGrammar::compile(found[0].build());
   } catch (const grammar::GrammarError& e) {
     throw bad(out.source, fmt::format("'{}': {}", out.source, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(out.source, fmt::format("'{}': malformed schema ({})", out.source, e.what()));
   }
   return out;
 }
