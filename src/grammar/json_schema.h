@@ -7,10 +7,10 @@
 // (recursion allowed), minLength / maxLength, pattern (regex.h), format (date, time, date-time,
 // email, uuid, ipv4, uri, hostname; any other format is an annotation), minimum / maximum /
 // exclusiveMinimum / exclusiveMaximum (integers exactly; numbers with integer bounds exactly,
-// otherwise narrowed to the integers inside the bounds). Annotations (title, description,
+// otherwise narrowed to the integers inside the bounds), multipleOf 1. Annotations (title, description,
 // default, examples, $schema, $id, $comment, ...) are ignored.
 // Keywords that constrain the value in ways this compiler cannot express (not, if/then/else,
-// uniqueItems, multipleOf, patternProperties, ...) are refused with a GrammarError naming the
+// uniqueItems, multipleOf other than 1, patternProperties, ...) are refused with a GrammarError naming the
 // keyword and where it is, so a request gets a 400 instead of output that does not validate.
 //
 // Objects are written with properties in schema order; whitespace between tokens is free

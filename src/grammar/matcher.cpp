@@ -12,10 +12,21 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr
   can_end_ = (flags & kReachedBottom) != 0;
 }
 
-const TokenSet& Matcher::set_of(uint32_t state) {
+const StateTokenSets& Matcher::sets_of(uint32_t state) {
   auto it = sets_.find(state);
-  if (it == sets_.end()) it = sets_.emplace(state, token_set(*grammar_, state, *vocab_)).first;
-  return *it->second;
+  if (it == sets_.end()) it = sets_.emplace(state, token_sets(*grammar_, state, *vocab_)).first;
+  return it->second;
+}
+
+void Matcher::add_set(const TokenSet& set, bool new_state, uint32_t below, std::span<uint32_t> mask) {
+  if (new_state) {
+    if (!set.bits.empty()) {
+      for (size_t w = 0; w < set.bits.size(); ++w) mask[w] |= set.bits[w];
+    } else {
+      for (int32_t id : set.ids) mask[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
+    }
+  }
+  if (set.escapes.n_entries() > 0 || !set.escape_subtrees.empty()) add_escapes(set, below, mask);
 }
 
 void Matcher::add_escapes(const TokenSet& set, uint32_t below, std::span<uint32_t> mask) {
@@ -27,7 +38,7 @@ void Matcher::add_escapes(const TokenSet& set, uint32_t below, std::span<uint32_
   stacks_.expand({f.state, f.below}, start, flags);
   if (!start.empty()) {
     walk_and_mark(start, set.escapes, 0, set.escapes.n_nodes(), 0, mask);
-    const ByteTrie& vt = vocab_->trie();
+    const ByteTrie& vt = *set.trie;
     for (auto [node, depth] : set.escape_subtrees) {
       walk_and_mark(start, vt, node + 1, vt.next(node), depth, mask);
     }
@@ -65,15 +76,10 @@ size_t Matcher::fill_mask(std::span<uint32_t> mask) {
     return a.state != b.state ? a.state < b.state : a.below < b.below;
   });
   for (size_t i = 0; i < tops.size(); ++i) {
-    const TokenSet& set = set_of(tops[i].state);
-    if (i == 0 || tops[i].state != tops[i - 1].state) {
-      if (!set.bits.empty()) {
-        for (size_t w = 0; w < set.bits.size(); ++w) mask[w] |= set.bits[w];
-      } else {
-        for (int32_t id : set.ids) mask[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
-      }
-    }
-    if (set.escapes.n_entries() > 0 || !set.escape_subtrees.empty()) add_escapes(set, tops[i].below, mask);
+    const StateTokenSets& sets = sets_of(tops[i].state);
+    const bool new_state = i == 0 || tops[i].state != tops[i - 1].state;
+    add_set(*sets.short_tokens, new_state, tops[i].below, mask);
+    add_set(*sets.long_tokens, new_state, tops[i].below, mask);
   }
   return finish_mask(mask);
 }

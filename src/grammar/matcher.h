@@ -51,7 +51,8 @@ class Matcher {
   void walk_and_mark(const std::vector<Top>& start, const ByteTrie& trie, size_t begin, size_t end, uint32_t base_depth,
                      std::span<uint32_t> mask);
   size_t finish_mask(std::span<uint32_t> mask) const;  // adds the end tokens, counts
-  const TokenSet& set_of(uint32_t state);
+  const StateTokenSets& sets_of(uint32_t state);
+  void add_set(const TokenSet& set, bool new_state, uint32_t below, std::span<uint32_t> mask);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<const TokenVocab> vocab_;
@@ -59,7 +60,7 @@ class Matcher {
   std::vector<Top> tops_;
   bool can_end_ = false;
   bool finished_ = false;
-  std::unordered_map<uint32_t, std::shared_ptr<const TokenSet>> sets_;  // this matcher's lookups
+  std::unordered_map<uint32_t, StateTokenSets> sets_;  // this matcher's lookups
   std::vector<std::vector<Top>> level_;                                 // scratch of the walks
   std::vector<size_t> mark_;
 };

@@ -56,9 +56,21 @@ int32_t json_string_chars(Grammar& g, const CodepointSet& set_in) {
   set.normalize();
   CodepointSet plain;
   std::vector<int32_t> alts;
+  // All 32 control characters: one \u00XX pattern and the short escapes instead of 32 literals.
+  const bool all_controls = !set.ranges.empty() && set.ranges[0].first == 0 && set.ranges[0].second >= 0x1F;
+  if (all_controls) {
+    ByteSet short_forms, hex;
+    for (char c : std::string("bfnrt")) short_forms.set(static_cast<uint8_t>(c));
+    hex.set_range('0', '9');
+    hex.set_range('a', 'f');
+    hex.set_range('A', 'F');
+    alts.push_back(g.seq({g.literal("\\"), g.bytes(short_forms)}));
+    alts.push_back(g.seq({g.literal("\\u00"), g.byte_range('0', '1'), g.bytes(hex)}));
+  }
   for (auto [lo, hi] : set.ranges) {
     for (uint32_t cp = lo; cp <= std::min(hi, 0x5Cu); ++cp) {
       if (cp >= 0x20 && cp != '"' && cp != '\\') continue;
+      if (cp < 0x20 && all_controls) continue;
       switch (cp) {
         case '"': alts.push_back(g.literal("\\\"")); break;
         case '\\': alts.push_back(g.literal("\\\\")); break;

@@ -9,8 +9,8 @@ namespace {
 constexpr uint32_t kMaxListedEscapes = 128;
 }  // namespace
 
-std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab) {
-  const ByteTrie& trie = vocab.trie();
+std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab,
+                                                  const ByteTrie& trie) {
   Stacks st(g, kMaxStackDepth);
   std::vector<std::vector<Top>> level;
   std::vector<size_t> mark;
@@ -43,6 +43,7 @@ std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint
     }
   }
   out->escapes = ByteTrie(std::move(suffixes));
+  out->trie = &trie;
   out->n_accepted = n_accepted;
   if (n_accepted * 32 < static_cast<size_t>(vocab.n_vocab())) {
     out->ids.reserve(n_accepted);
@@ -55,12 +56,15 @@ std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint
   return out;
 }
 
-std::shared_ptr<const TokenSet> token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab) {
-  const uint64_t key = g.state_key(state);
-  if (auto hit = vocab.find(key)) return hit;
-  auto set = compute_token_set(g, state, vocab);
-  vocab.insert(key, set);
-  return set;
+StateTokenSets token_sets(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab) {
+  auto get = [&](uint64_t key, const ByteTrie& trie) {
+    if (auto hit = vocab.find(key)) return hit;
+    auto set = compute_token_set(g, state, vocab, trie);
+    vocab.insert(key, set);
+    return set;
+  };
+  // Distinct salts: the two sets of one state must not share a cache slot.
+  return {get(g.short_key(state) ^ 0x5ull, vocab.short_trie()), get(g.state_key(state) ^ 0xAull, vocab.long_trie())};
 }
 
 }  // namespace memra::grammar

@@ -26,6 +26,7 @@ struct TokenSet {
   // that may end after any digit): (vocabulary trie node, depth) - every token of the node's
   // subtree, minus the first `depth` bytes, is checked at mask time by walking that subtree.
   std::vector<std::pair<uint32_t, uint32_t>> escape_subtrees;
+  const ByteTrie* trie = nullptr;  // the vocabulary trie the set was computed over (its subtrees)
   size_t n_accepted = 0;
   size_t memory_bytes() const {
     return bits.size() * 4 + ids.size() * 4 + escapes.memory_bytes() + escape_subtrees.size() * 8 + sizeof(*this);
@@ -35,9 +36,16 @@ struct TokenSet {
 // Deepest rule nesting a stack may reach.
 inline constexpr uint32_t kMaxStackDepth = 1024;
 
-// Computes the set (no cache).
-std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab);
+// Computes the set over the tokens of `trie` (one of the vocabulary's tries; no cache).
+std::shared_ptr<const TokenSet> compute_token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab,
+                                                  const ByteTrie& trie);
+
+// A state's token sets: over the short tokens (cached under the state's short key) and over the
+// long ones (cached under its full key).
+struct StateTokenSets {
+  std::shared_ptr<const TokenSet> short_tokens, long_tokens;
+};
 // From the vocabulary's cache, computed and inserted on a miss.
-std::shared_ptr<const TokenSet> token_set(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab);
+StateTokenSets token_sets(const CompiledGrammar& g, uint32_t state, const TokenVocab& vocab);
 
 }  // namespace memra::grammar

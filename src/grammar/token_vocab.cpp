@@ -17,7 +17,11 @@ TokenVocab::TokenVocab(std::vector<std::string> bytes, std::vector<int32_t> end_
   }
   for (size_t i = 0; i < bytes_.size(); ++i)
     if (!is_end_[i] && !bytes_[i].empty()) entries.emplace_back(bytes_[i], static_cast<int32_t>(i));
+  std::vector<std::pair<std::string, int32_t>> short_entries, long_entries;
+  for (const auto& e : entries) (e.first.size() <= kShortTokenBytes ? short_entries : long_entries).push_back(e);
   trie_ = ByteTrie(std::move(entries));
+  short_trie_ = ByteTrie(std::move(short_entries));
+  long_trie_ = ByteTrie(std::move(long_entries));
 }
 
 std::shared_ptr<TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tok) {

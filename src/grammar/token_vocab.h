@@ -35,6 +35,12 @@ class TokenVocab {
   bool is_end(int32_t id) const { return id >= 0 && id < n_vocab() && is_end_[static_cast<size_t>(id)]; }
   const std::vector<int32_t>& end_ids() const { return end_ids_; }
   const ByteTrie& trie() const { return trie_; }
+  // The same tokens split by length: token sets are computed separately for tokens of at most
+  // kShortTokenBytes bytes (cached by a key that only sees that far, so states that differ only
+  // deeper share them: the positions of a long bounded string) and for the few longer ones.
+  static constexpr uint32_t kShortTokenBytes = 16;
+  const ByteTrie& short_trie() const { return short_trie_; }
+  const ByteTrie& long_trie() const { return long_trie_; }
 
   // The cached token set of a state key, or null.
   std::shared_ptr<const TokenSet> find(uint64_t key) const;
@@ -47,7 +53,7 @@ class TokenVocab {
   std::vector<std::string> bytes_;
   std::vector<char> is_end_;
   std::vector<int32_t> end_ids_;
-  ByteTrie trie_;
+  ByteTrie trie_, short_trie_, long_trie_;
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<uint64_t, std::shared_ptr<const TokenSet>> cache_;
   mutable size_t cache_bytes_ = 0;
