@@ -75,7 +75,9 @@ TEST(GrammarEngine, SchemaOutputsParseAndHaveTheRightShape) {
     ASSERT_TRUE(j.is_object()) << text;
     EXPECT_TRUE(j.contains("name") && j["name"].is_string() && j["name"].get<std::string>().size() <= 8 * 4) << text;
     EXPECT_TRUE(j.contains("ok") && j["ok"].is_boolean()) << text;
-    if (j.contains("tags")) EXPECT_LE(j["tags"].size(), 2u) << text;
+    if (j.contains("tags")) {
+      EXPECT_LE(j["tags"].size(), 2u) << text;
+    }
     for (auto it = j.begin(); it != j.end(); ++it) EXPECT_TRUE(it.key() == "name" || it.key() == "tags" || it.key() == "ok");
   }
   EXPECT_GE(complete, 20);

@@ -38,8 +38,11 @@ class GrammarQwenVocab : public ::testing::Test {
     for (size_t i = 0; i <= ids.size(); ++i) {
       ASSERT_GT(m.fill_mask(mask), 0u) << "dead end after " << i << " tokens";
       if (static_cast<int>(i) % check_every == 0 || i == ids.size()) test::expect_mask_exact(m, text.substr(0, 40) + " @" + std::to_string(i));
-      for (int32_t id = 0; id < tok_->n_vocab(); ++id)
-        if (tok_->is_special(id) && !tok_->is_end_of_generation(id)) ASSERT_FALSE((mask[static_cast<size_t>(id) / 32] >> (id % 32)) & 1u) << id;
+      for (int32_t id = 0; id < tok_->n_vocab(); ++id) {
+        if (tok_->is_special(id) && !tok_->is_end_of_generation(id)) {
+          ASSERT_FALSE((mask[static_cast<size_t>(id) / 32] >> (id % 32)) & 1u) << id;
+        }
+      }
       const int32_t next = i < ids.size() ? ids[i] : (*vocab_)->end_ids()[0];
       ASSERT_TRUE((mask[static_cast<size_t>(next) / 32] >> (next % 32)) & 1u)
           << "token " << i << " '" << tok_->token_bytes(next) << "' of the text is not allowed";

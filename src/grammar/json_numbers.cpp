@@ -122,7 +122,7 @@ int32_t string_format_expr(Grammar& g, std::string_view format) {
   std::string pattern;
   if (format == "date") pattern = kDate;
   else if (format == "time") pattern = kTime;
-  else if (format == "date-time") pattern = std::string(kDate) + "T" + std::string(kTime);
+  else if (format == "date-time") pattern.append(kDate).append("T").append(kTime);
   else if (format == "uuid") pattern = R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
   else if (format == "ipv4") pattern = R"(((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))";
   else if (format == "email") pattern = R"([a-zA-Z0-9_+-]+(\.[a-zA-Z0-9_+-]+)*@[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)+)";
