@@ -65,7 +65,7 @@ def validate(text, schema):
     return value
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_json_schema_outputs_validate(client, seed):
     r = client.chat.completions.create(
         model=MODEL, messages=user("Describe a person as JSON"), max_tokens=1500, temperature=1.0, seed=seed,
@@ -132,7 +132,7 @@ def test_guided_regex_choice_and_gbnf(client):
     assert re.fullmatch(r"\((?:[a-z]{1,5}|[0-9]+)(?:, (?:[a-z]{1,5}|[0-9]+))*\)", r.choices[0].message.content)
 
 
-@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.parametrize("seed", [11])
 def test_tool_choice_required_and_named(client, seed):
     r = client.chat.completions.create(model=MODEL, messages=user("Weather in Paris?"), tools=[WEATHER_TOOL, TIME_TOOL],
                                        tool_choice="required", max_tokens=1500, temperature=1.0, seed=seed)
