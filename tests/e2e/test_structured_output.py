@@ -5,7 +5,6 @@ parsed and validated with the `jsonschema` package (or matched against its regex
 Sampled requests use fixed seeds, so the outputs (and these tests) are deterministic.
 """
 import json
-import os
 import re
 import threading
 
@@ -13,9 +12,8 @@ import jsonschema
 import openai
 import pytest
 
-BASE_URL = os.environ["MEMRA_BASE_URL"]
-API_KEY = os.environ["MEMRA_API_KEY"]
-MODEL = os.environ["MEMRA_MODEL_NAME"]
+# The server's address, the model name and the client fixture are the main suite's.
+from test_openai_client import MODEL, client, user  # noqa: F401 - client is a pytest fixture
 
 PERSON = {
     "type": "object",
@@ -48,15 +46,6 @@ WEATHER_TOOL = {
 }
 TIME_TOOL = {"type": "function", "function": {"name": "get_time", "parameters": {
     "type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"], "additionalProperties": False}}}
-
-
-@pytest.fixture(scope="module")
-def client():
-    return openai.OpenAI(base_url=BASE_URL, api_key=API_KEY, max_retries=0, timeout=300)
-
-
-def user(text):
-    return [{"role": "user", "content": text}]
 
 
 def validate(text, schema):
