@@ -6,6 +6,7 @@
 #include "gguf/gguf.h"
 #include "serve/openai_api.h"
 #include "serve/openai_response.h"
+#include "serve_test_util.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -15,27 +16,21 @@ namespace {
 class ServeApi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    file_ = gguf::File::open(test::fixture("qwen35-tiny.f32.gguf")).release();
-    tok_ = Tokenizer::from_gguf(*file_).release();
-    model_ = new ModelInfo();
-    model_->name = "tiny";
-    model_->tokenizer = tok_;
-    model_->chat_template = std::make_unique<chat::ChatTemplate>(*file_->get_string_opt("tokenizer.chat_template"));
-    model_->n_vocab = tok_->n_vocab();
-    model_->ctx = 64;
-    model_->max_batch = 4;
+    tiny_ = fixtures::open_tiny_api_model(64, 4);
+    tok_ = tiny_->tokenizer.get();
+    model_ = &tiny_->model;
   }
   static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-    delete file_;
+    delete tiny_;
+    tiny_ = nullptr;
   }
-  static gguf::File* file_;
+
+  static fixtures::TinyApiModel* tiny_;
   static Tokenizer* tok_;
   static ModelInfo* model_;
 };
 
-gguf::File* ServeApi::file_ = nullptr;
+fixtures::TinyApiModel* ServeApi::tiny_ = nullptr;
 Tokenizer* ServeApi::tok_ = nullptr;
 ModelInfo* ServeApi::model_ = nullptr;
 

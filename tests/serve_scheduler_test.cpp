@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "serve/scheduler.h"
 #include "serve/stop_matcher.h"
+#include "serve_test_util.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,14 +49,7 @@ TEST(ServeStopMatcher, HoldsBackPrefixesAndCutsAtTheEarliestStop) {
 
 class ServeScheduler : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    EngineOptions o;
-    o.device = "cpu";
-    o.ctx = 256;
-    o.prefill_chunk = 32;
-    engine_ = Engine::open(test::fixture("qwen35-tiny.f32.gguf"), o).release();
-    engine_->tokenizer();
-  }
+  static void SetUpTestSuite() { engine_ = fixtures::open_tiny_engine(256); }
   static void TearDownTestSuite() {
     delete engine_;
     engine_ = nullptr;

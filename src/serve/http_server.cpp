@@ -278,6 +278,7 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options) : impl_(std::make_
   if (auto tpl = engine.file().get_string_opt("tokenizer.chat_template")) {
     try {
       info.chat_template = std::make_unique<chat::ChatTemplate>(*tpl);
+      info.xml_tool_calls = tpl->find("<function=") != std::string::npos;
     } catch (const Error& e) {
       std::fprintf(stderr, "memra serve: warning: the model's chat template cannot be used (%s); "
                            "/v1/chat/completions is disabled\n", e.what());

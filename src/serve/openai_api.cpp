@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "serve/constraints.h"
 #include "tokenizer/tokenizer.h"
 
 namespace memra::serve {
@@ -247,17 +248,6 @@ void add_bos(std::vector<int32_t>& ids, const Tokenizer& tok) {
     ids.insert(ids.begin(), tok.bos_id());
 }
 
-void check_response_format(const ojson& req) {
-  const ojson* rf = field(req, "response_format");
-  if (!rf) return;
-  if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
-    throw bad("response_format", "'response_format' must be an object with a string 'type'");
-  if ((*rf)["type"] != "text")
-    throw bad("response_format",
-              fmt::format("response_format type '{}' is not supported yet (no structured output); use 'text'",
-                          (*rf)["type"].get<std::string>()));
-}
-
 // tools / tool_choice: returns whether the output should be parsed for tool calls.
 bool check_tools(const ojson& req) {
   const ojson* tools = field(req, "tools");
@@ -284,12 +274,11 @@ bool check_tools(const ojson& req) {
     if (tc->is_string()) {
       const std::string s = tc->get<std::string>();
       if (s == "none") parse = false;
-      else if (s == "required")
-        throw bad("tool_choice", "tool_choice 'required' is not supported yet (it needs constrained decoding); use 'auto'");
+      else if (s == "required") parse = true;  // constrained: serve/constraints.h
       else if (s != "auto")
         throw bad("tool_choice", fmt::format("'tool_choice' must be \"none\", \"auto\" or an object, got \"{}\"", s));
     } else if (tc->is_object()) {
-      throw bad("tool_choice", "a named tool_choice is not supported yet (it needs constrained decoding); use 'auto'");
+      parse = true;  // constrained to the named tool: serve/constraints.h
     } else {
       throw bad("tool_choice", fmt::format("'tool_choice' must be a string or an object, got {}", type_name(*tc)));
     }
@@ -337,8 +326,8 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model) {
 
   parse_sampling(req, model, out.spec);
   parse_stream(req, out);
-  check_response_format(req);
   const bool parse_tools = check_tools(req);
+  out.spec.grammar = parse_constraint(req, model, /*chat=*/true).grammar;
   out.logprobs = bool_field(req, "logprobs", false);
   if (field(req, "top_logprobs")) {
     const int64_t k = int_field(req, "top_logprobs", 0, kMaxTopLogprobs, 0);
@@ -365,6 +354,7 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model) {
   fit_context(out, model, req, "messages");
 
   out.parser.starts_in_thinking = chat::prompt_ends_in_thinking(out.prompt_text);
+  out.spec.grammar_after_thinking = out.parser.starts_in_thinking;
   out.parser.parse_tool_calls = parse_tools;
   out.parser.id_prefix = "call_" + random_hex(12) + "_";
   if (const ojson* tools = field(req, "tools")) out.parser.tools = *tools;
@@ -410,6 +400,7 @@ ApiRequest parse_completion_request(std::string_view body, const ModelInfo& mode
 
   parse_sampling(req, model, out.spec);
   parse_stream(req, out);
+  out.spec.grammar = parse_constraint(req, model, /*chat=*/false).grammar;
   out.echo = bool_field(req, "echo", false);
   if (field(req, "suffix")) throw bad("suffix", "'suffix' is not supported");
   if (const int64_t best_of = int_field(req, "best_of", 1, model.max_batch, out.spec.n); best_of != out.spec.n)

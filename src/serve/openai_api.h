@@ -5,7 +5,10 @@
 //
 // Accepted beyond OpenAI's fields (as vLLM and llama.cpp do): top_k, min_p, repetition_penalty,
 // ignore_eos, chat_template_kwargs (e.g. enable_thinking), add_generation_prompt.
-// Ignored: user, metadata, store, service_tier, parallel_tool_calls, and any unknown field.
+// Structured output (response_format, tool_choice "required" / named, grammar, guided_*):
+// serve/constraints.h.
+// Ignored: user, metadata, store, service_tier, parallel_tool_calls, and any unknown field that
+// is not a constraint (unknown constraint fields are refused: constraints.h).
 #pragma once
 
 #include <cstdint>
@@ -64,6 +67,7 @@ struct ModelInfo {
   int32_t ctx = 0;
   int32_t max_batch = 1;
   int64_t created = 0;  // unix time the server started, for /v1/models
+  bool xml_tool_calls = false;  // the template writes Qwen3.5's <function=...> tool-call form
   // Rendering is serialised: cheap next to generation, and keeps the template free of any
   // thread-safety assumption.
   std::unique_ptr<std::mutex> template_mutex = std::make_unique<std::mutex>();

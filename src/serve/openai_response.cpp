@@ -51,6 +51,7 @@ const char* ResponseBuilder::finish_name(const Choice& c) const {
     case FinishReason::Length: return "length";
     case FinishReason::Cancelled: return "stop";
     case FinishReason::Error: return "error";
+    case FinishReason::GrammarDeadEnd: return "grammar_dead_end";
     case FinishReason::None: return nullptr;
   }
   return nullptr;

@@ -9,6 +9,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::Length: return "length";
     case FinishReason::Cancelled: return "cancelled";
     case FinishReason::Error: return "error";
+    case FinishReason::GrammarDeadEnd: return "grammar_dead_end";
   }
   return "";
 }

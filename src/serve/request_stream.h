@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/compiled_grammar.h"
 #include "step/logprobs.h"
 #include "step/sampling.h"
 
@@ -23,11 +24,12 @@ namespace memra::serve {
 // Most alternatives a request may ask for per token (OpenAI's top_logprobs limit).
 constexpr int32_t kMaxTopLogprobs = 20;
 
-enum class FinishReason { None, Stop, Length, Cancelled, Error };
+// GrammarDeadEnd: the request's grammar allows no token of the vocabulary at this point.
+enum class FinishReason { None, Stop, Length, Cancelled, Error, GrammarDeadEnd };
 
 // The error of requests cut off by a shutdown (answered 503 rather than 500).
 inline constexpr const char* kShutdownMessage = "the server is shutting down";
-// "stop", "length", "cancelled", "error" ("" for None).
+// "stop", "length", "cancelled", "error", "grammar_dead_end" ("" for None).
 const char* finish_reason_name(FinishReason r);
 
 struct GenerationSpec {
@@ -41,6 +43,10 @@ struct GenerationSpec {
   int32_t top_logprobs = -1;  // -1: no logprobs; else the chosen token's and this many alternatives
   bool ignore_eos = false;
   bool skip_special = true;  // control tokens (<|im_start|>, ...) add no text
+  // Structured output: every generated token must keep the text inside this grammar (null: free).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // The prompt leaves a <think> block open: the grammar applies from after </think>.
+  bool grammar_after_thinking = false;
 };
 
 struct ChoiceEvent {

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+#include "grammar/matcher.h"
 #include "step/logprobs.h"
 #include "serve/metrics.h"
 #include "serve/stop_matcher.h"
@@ -34,6 +35,9 @@ struct Scheduler::Slot {
   StopMatcher stop;
   Clock::time_point last_token{};
   bool done = false;
+  std::unique_ptr<grammar::Matcher> matcher;  // structured output, null when free
+  bool grammar_armed = false;                 // false while still thinking
+  std::vector<uint32_t> mask;                 // the next draw's allowed tokens
 };
 
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options, Metrics* metrics)
@@ -41,7 +45,26 @@ Scheduler::Scheduler(Engine& engine, SchedulerOptions options, Metrics* metrics)
   if (opts_.max_batch < 1) fail("--max-batch must be at least 1, got {}", opts_.max_batch);
   if (opts_.max_queue < 0) fail("--max-queue must be at least 0, got {}", opts_.max_queue);
   n_vocab_ = engine_.config().n_vocab;
-  (void)engine_.tokenizer();  // loaded here, before any other thread can ask for it
+  const Tokenizer& tok = engine_.tokenizer();  // loaded here, before any other thread can ask for it
+  if (tok.n_vocab() == n_vocab_) {
+    grammar_vocab_ = grammar::TokenVocab::from_tokenizer(tok);
+    no_end_mask_.assign(grammar_vocab_->mask_words(), ~0u);
+    if (n_vocab_ % 32) no_end_mask_.back() = (1u << (n_vocab_ % 32)) - 1;
+    for (int32_t id : grammar_vocab_->end_ids()) no_end_mask_[static_cast<size_t>(id) / 32] &= ~(1u << (id % 32));
+    if (auto id = tok.find("</think>")) think_end_id_ = *id;
+  }
+}
+
+bool Scheduler::build_mask(Slot& slot) {
+  if (!slot.matcher || !slot.grammar_armed) return true;
+  slot.mask.resize(grammar_vocab_->mask_words());
+  return slot.matcher->fill_mask(slot.mask) > 0;
+}
+
+std::span<const uint32_t> Scheduler::mask_of(const Slot& slot) const {
+  if (!slot.matcher) return {};
+  if (!slot.grammar_armed) return no_end_mask_;
+  return slot.mask;
 }
 
 Scheduler::~Scheduler() { shutdown(std::chrono::milliseconds(0)); }
@@ -253,12 +276,21 @@ void Scheduler::start_choices(const std::shared_ptr<Job>& job, const std::vector
     slot->params = spec.sampling;
     slot->params.seed = spec.sampling.seed + static_cast<uint64_t>(c);
     slot->history = spec.prompt;
+    if (spec.grammar) {
+      if (!grammar_vocab_) fail("structured output needs the model's tokenizer to cover its whole vocabulary");
+      slot->matcher = std::make_unique<grammar::Matcher>(spec.grammar, grammar_vocab_);
+      slot->grammar_armed = !spec.grammar_after_thinking || think_end_id_ < 0;
+    }
     slots.push_back(std::move(slot));
   }
   for (auto& slot : slots) {
     Slot& s = *slot;
     running_.push_back(std::move(slot));
-    const int32_t token = sample_token(logits, s.params, 0, s.history);
+    if (!build_mask(s)) {
+      finish_slot(s, FinishReason::GrammarDeadEnd);
+      continue;
+    }
+    const int32_t token = sample_token(logits, s.params, 0, s.history, mask_of(s));
     accept_token(s, token, spec.top_logprobs >= 0 ? logits.data() : nullptr);
   }
 }
@@ -268,6 +300,30 @@ void Scheduler::decode_step() {
   for (auto& s : running_)
     if (!s->done) active.push_back(s.get());
   if (active.empty()) return;
+  // Grammar masks of every constrained row, on host threads in parallel.
+  std::vector<Slot*> constrained;
+  for (Slot* s : active)
+    if (s->matcher && s->grammar_armed) constrained.push_back(s);
+  if (!constrained.empty()) {
+    std::vector<char> ok(constrained.size(), 1);
+    std::vector<std::string> errors(constrained.size());
+    const int n_constrained = static_cast<int>(constrained.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n_constrained > 1)
+    for (int i = 0; i < n_constrained; ++i) {
+      try {
+        ok[static_cast<size_t>(i)] = build_mask(*constrained[static_cast<size_t>(i)]) ? 1 : 0;
+      } catch (const std::exception& e) {
+        ok[static_cast<size_t>(i)] = 2;
+        errors[static_cast<size_t>(i)] = e.what();
+      }
+    }
+    for (size_t i = 0; i < constrained.size(); ++i) {
+      if (ok[i] == 0) finish_slot(*constrained[i], FinishReason::GrammarDeadEnd);
+      else if (ok[i] == 2) finish_slot(*constrained[i], FinishReason::Error, errors[i]);
+    }
+    std::erase_if(active, [](const Slot* s) { return s->done; });
+    if (active.empty()) return;
+  }
   std::vector<SequenceCache*> seqs;
   std::vector<int32_t> tokens;
   std::vector<RowSampling> rows(active.size());
@@ -282,6 +338,9 @@ void Scheduler::decode_step() {
     rows[b].token_index = static_cast<uint64_t>(s.generated);
     rows[b].history = s.history.data();
     rows[b].history_len = static_cast<int64_t>(s.history.size());
+    const std::span<const uint32_t> mask = mask_of(s);
+    rows[b].allowed = mask.empty() ? nullptr : mask.data();
+    rows[b].allowed_words = static_cast<int64_t>(mask.size());
   }
   try {
     StepOutput out;
@@ -315,6 +374,14 @@ void Scheduler::accept_token(Slot& slot, int32_t token, const float* row) {
       metrics_->observe_time_per_output_token(std::chrono::duration<double>(now - slot.last_token).count());
     }
   }
+  if (slot.matcher) {
+    if (!slot.grammar_armed) {
+      slot.grammar_armed = token == think_end_id_;
+    } else if (!slot.matcher->accept_token(token)) {
+      finish_slot(slot, FinishReason::Error, "internal error: the grammar refused a token its mask allowed");
+      return;
+    }
+  }
   slot.last_token = now;
   ++slot.generated;
   slot.history.push_back(token);
@@ -324,7 +391,8 @@ void Scheduler::accept_token(Slot& slot, int32_t token, const float* row) {
   ChoiceEvent ev;
   ev.choice = slot.choice;
   FinishReason finish = FinishReason::None;
-  if (!spec.ignore_eos && tok.is_end_of_generation(token)) {
+  const bool grammar_done = slot.matcher && slot.matcher->finished();
+  if ((!spec.ignore_eos || grammar_done) && tok.is_end_of_generation(token)) {
     // The end token itself is not part of the answer: no text, no logprob entry.
     ev.text = slot.stop.feed(slot.decoder.flush());
     ev.text += slot.stop.flush();

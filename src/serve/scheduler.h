@@ -12,6 +12,13 @@
 // cut on their own chunk grid (Engine::prefill_chunk), and draws are keyed by (seed, token index)
 // of the choice, so a request produces the same tokens alone or on a busy server.
 //
+// Structured output: a request with a grammar gets a grammar::Matcher per choice; before each
+// step the masks of all constrained rows are built on host threads in parallel and handed to
+// the sampler (RowSampling::allowed), which applies them on the device before the draw (the
+// logprobs still come from the raw row). A row whose grammar allows no token ends with
+// FinishReason::GrammarDeadEnd. Masks depend only on the row's own text, so constrained
+// sequences stay exact under batching.
+//
 // Sampling: every decode step hands the engine one RowSampling per row (Engine::decode). When a
 // running row reports logprobs the step asks for the full logits too, and the engine draws on the
 // host from them; otherwise only the ids come back (the backend's lean paths), which the sampling
@@ -24,9 +31,11 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
+#include "grammar/token_vocab.h"
 #include "serve/request_stream.h"
 
 namespace memra {
@@ -92,6 +101,10 @@ class Scheduler {
   // its events; marks the slot finished when it ends.
   void accept_token(Slot& slot, int32_t token, const float* row);
   void finish_slot(Slot& slot, FinishReason reason, const std::string& error = {});
+  // Fills slot.mask for the next draw of a constrained slot; false: the grammar allows nothing.
+  bool build_mask(Slot& slot);
+  // The mask of the next draw (empty span: unconstrained).
+  std::span<const uint32_t> mask_of(const Slot& slot) const;
   void flush_events();
   void publish_stats();
 
@@ -99,6 +112,9 @@ class Scheduler {
   const SchedulerOptions opts_;
   Metrics* metrics_;
   int32_t n_vocab_ = 0;
+  std::shared_ptr<const grammar::TokenVocab> grammar_vocab_;  // the tokenizer's, for the grammar engine
+  std::vector<uint32_t> no_end_mask_;  // every token but end-of-generation (thinking before a grammar)
+  int32_t think_end_id_ = -1;          // </think>, where a grammar after thinking starts
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

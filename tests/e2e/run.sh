@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end test of `memra serve` with the official openai Python client: creates a virtual
-# environment with pinned openai + pytest, starts the server on a free port with a tiny fixture
+# environment with pinned openai + pytest + jsonschema, starts the server on a free port with a tiny fixture
 # model on the CPU, runs tests/e2e/test_openai_client.py, and stops the server with SIGTERM
 # (which must exit cleanly).
 # Usage: tests/e2e/run.sh [MEMRA_BINARY]        (default: build/memra)
@@ -20,7 +20,8 @@ PYTEST_VERSION=9.2.0
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-"$VENV/bin/pip" install -q "openai==$OPENAI_VERSION" "pytest==$PYTEST_VERSION"
+JSONSCHEMA_VERSION=4.26.0
+"$VENV/bin/pip" install -q "openai==$OPENAI_VERSION" "pytest==$PYTEST_VERSION" "jsonschema==$JSONSCHEMA_VERSION"
 
 LOG=$(mktemp)
 KEY=e2e-$RANDOM$RANDOM
@@ -42,7 +43,7 @@ echo "e2e: memra serve at $URL"
 
 rc=0
 MEMRA_BASE_URL="$URL/v1" MEMRA_API_KEY="$KEY" MEMRA_MODEL_NAME=tiny \
-  "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/e2e/test_openai_client.py || rc=$?
+  "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/e2e/test_openai_client.py tests/e2e/test_structured_output.py || rc=$?
 
 kill -TERM "$PID"
 for _ in $(seq 1 300); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done

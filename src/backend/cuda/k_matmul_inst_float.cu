@@ -1,0 +1,10 @@
+// Instantiations of the matmul family for f16, bf16, f32 weights (matmul_kernel.cuh).
+#include "backend/cuda/matmul_kernel.cuh"
+
+namespace memra::cuda::matmul_impl {
+
+template void launch_type<GgmlType::F16>(const Args&, const Config&, int64_t, cudaStream_t);
+template void launch_type<GgmlType::BF16>(const Args&, const Config&, int64_t, cudaStream_t);
+template void launch_type<GgmlType::F32>(const Args&, const Config&, int64_t, cudaStream_t);
+
+}  // namespace memra::cuda::matmul_impl

@@ -1,0 +1,9 @@
+// Instantiations of the matmul family for q5_k, q6_k weights (matmul_kernel.cuh).
+#include "backend/cuda/matmul_kernel.cuh"
+
+namespace memra::cuda::matmul_impl {
+
+template void launch_type<GgmlType::Q5_K>(const Args&, const Config&, int64_t, cudaStream_t);
+template void launch_type<GgmlType::Q6_K>(const Args&, const Config&, int64_t, cudaStream_t);
+
+}  // namespace memra::cuda::matmul_impl

@@ -1,0 +1,441 @@
+// The matmul family's kernel and its launch by tile shape (k_matmul.cu explains the design and
+// chooses the shape). Instantiated per weight type in k_matmul_inst_*.cu, so the heavy template
+// compiles in parallel.
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/launch.cuh"
+#include "backend/cuda/matmul_order.h"
+#include "backend/cuda/matmul_tile_decode.cuh"
+#include "backend/cuda/mma_f16.cuh"
+#include "backend/cuda/weight_layout.h"
+
+namespace memra::cuda::matmul_impl {
+
+
+constexpr int kMaxTargets = 4;
+constexpr int kActTileBytes = kTileBlocks * 8 * 4 * 16;  // one n-tile's fragments of one k-tile: 4 KiB
+constexpr int kSumTileBytes = kTileBlocks * 8 * 4;       // its block sums: 256 bytes
+// In shared memory an activation row's k-tile is 512 bytes ([b][t] 16-byte pieces) padded to 576,
+// so the 8 lanes of each LDS.128 phase (rows g, g+1; t = 0..3) hit distinct bank groups; only the
+// rows a block holds are stored (a one-row decode step stages 576 bytes, not an 8-row n-tile).
+constexpr int kActRowBytes = 576;
+
+struct Target {
+  const uint8_t* w;   // matrix base (device layout)
+  const uint8_t* up;  // SwiGLU: the up matrix (same geometry)
+  float* out;
+  int64_t out_stride;
+  int64_t n_out;
+  int n_rg;
+  int accumulate;
+};
+
+struct Args {
+  Target t[kMaxTargets];
+  int tile_begin[kMaxTargets + 1];  // first row tile of each target (grid y / segs)
+  int n_targets;
+  int swiglu;
+  int segs;             // K segments (matmul_order.h): the blocks of a cluster along grid y
+  int64_t group_stride;
+  int tile_bytes;
+  int n_kt;
+  int64_t rows;         // activation rows
+  int rows_cap;         // activation rows a block stages: min(8 NT, rows)
+  const uint8_t* act;   // F16Act fragments
+  const uint8_t* act_lo;
+  const float* sums;
+  const int32_t* exps;
+  // Grouped launches (mixture-of-experts): grid z is a group slot; slot z multiplies matrix
+  // grp_expert[z] (mat_stride bytes apart in t[0].w / t[0].up) with the activation rows
+  // act_row[grp_off[z] .. grp_off[z+1]) (F16Act rows) and writes output rows grp_off[z] ...;
+  // a slot past the used ones has an empty range. Null grp_off: one group of `rows` rows.
+  const int32_t* grp_off;
+  const int32_t* grp_expert;
+  const int32_t* act_row;
+  size_t mat_stride;
+  int groups;  // grid z: group slots (1 without groups)
+};
+
+template <GgmlType T, int MT, int NT>
+struct Shape {
+  using S = TileSpec<T>;
+  static constexpr int kWarpStage = MT * S::kPieces * 512;  // one warp's weight pieces per stage
+  // Stage: the warps' weight pieces, activation rows (hi, then lo for the float types), sums.
+  MEMRA_ORDER_HD static constexpr int act_bytes(int rows_cap) { return rows_cap * kActRowBytes * (S::kUsesLo ? 2 : 1); }
+  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps, int rows_cap) {
+    return warps * kWarpStage + act_bytes(rows_cap) + (S::kUsesSums ? NT * kSumTileBytes : 0);
+  }
+};
+
+// SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows).
+template <GgmlType T, int MT, int NT, bool SW, int STAGES>
+__global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
+  using S = TileSpec<T>;
+  using Sh = Shape<T, MT, NT>;
+  MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int n_warps = static_cast<int>(blockDim.x) / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int rows_cap = a.rows_cap;
+  const int stage_bytes = Sh::stage_bytes(n_warps, rows_cap);
+  const int lo_off = rows_cap * kActRowBytes, sums_off = Sh::act_bytes(rows_cap);
+  const int act_off = n_warps * Sh::kWarpStage;
+
+  // Which target, row groups and K segment this CTA owns.
+  const int seg = static_cast<int>(blockIdx.y) % a.segs;
+  const int tile = static_cast<int>(blockIdx.y) / a.segs;
+  const int kt0 = seg * a.n_kt / a.segs, kt1 = (seg + 1) * a.n_kt / a.segs;
+  int e = 0;
+  while (tile >= a.tile_begin[e + 1]) ++e;
+  const Target& tg = a.t[e];
+  constexpr int mt_rows = SW ? MT / 2 : MT;  // row groups per warp
+  const int rg0 = (tile - a.tile_begin[e]) * n_warps * mt_rows + warp * mt_rows;
+  const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
+
+  // The group: its rows and matrix. The tables come from the kernel before (routing), so a
+  // grouped launch reads them, and only then its weights, after the wait.
+  const bool grouped = a.grp_off != nullptr;
+  int64_t row0 = 0, rows = a.rows;
+  const uint8_t *wbase = tg.w, *ubase = tg.up;
+  if (grouped) {
+    pdl_wait();
+    const int z = static_cast<int>(blockIdx.z);
+    row0 = a.grp_off[z];
+    rows = a.grp_off[z + 1] - row0;
+    if (rows <= n8_0 * 8) return;  // the whole cluster (same x and z) leaves together
+    const size_t off = a.mat_stride * static_cast<size_t>(a.grp_expert[z]);
+    wbase += off;
+    if (SW) ubase += off;
+  }
+  const uint8_t* wtile[MT];  // k-tile 0 of each m-tile's row group (nullptr: past the matrix)
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    const int rg = rg0 + (m % mt_rows);
+    const uint8_t* base = (SW && m >= mt_rows) ? ubase : wbase;
+    wtile[m] = rg < tg.n_rg ? base + static_cast<int64_t>(rg) * a.group_stride : nullptr;
+  }
+
+  // Staged rows past the last activation row (the last block of rows) are never copied: zero
+  // them in every stage once. src_row: each staged row's row in the F16Act.
+  const int64_t left = rows - n8_0 * 8;
+  const int rows_here = left < rows_cap ? static_cast<int>(left) : rows_cap;
+  int64_t* src_row = reinterpret_cast<int64_t*>(smem + STAGES * stage_bytes);  // after the stages
+  for (int r = tid; r < rows_here; r += blockDim.x) {
+    const int64_t lr = row0 + n8_0 * 8 + r;
+    src_row[r] = a.act_row ? a.act_row[lr] : lr;
+  }
+  for (int s = 0; s < STAGES; ++s) {
+    uint4* st = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off);
+    for (int i = rows_here * (kActRowBytes / 16) + tid; i < rows_cap * (kActRowBytes / 16); i += blockDim.x) {
+      st[i] = make_uint4(0, 0, 0, 0);
+      if constexpr (S::kUsesLo) st[lo_off / 16 + i] = make_uint4(0, 0, 0, 0);
+    }
+    if constexpr (S::kUsesSums) {  // [n][b][g] floats: row 8n + g
+      float* q = reinterpret_cast<float*>(smem + s * stage_bytes + act_off + sums_off);
+      for (int i = tid; i < NT * 64; i += blockDim.x)
+        if ((i / 64) * 8 + i % 8 >= rows_here) q[i] = 0.0f;
+    }
+  }
+  __syncthreads();  // src_row
+
+  // k-tile kt of the segment goes to stage (kt - kt0) % STAGES.
+  auto issue_weights = [&](int kt) {
+    if (kt >= kt1) return;
+    uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + warp * Sh::kWarpStage + lane * 16;
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      if (!wtile[m]) continue;
+      const uint8_t* src = wtile[m] + static_cast<int64_t>(kt) * a.tile_bytes;
+      uint8_t* d = dst + m * S::kPieces * 512;
+#pragma unroll
+      for (int i = 0; i < S::kLanePieces; ++i) cp_async16(d + i * 512, src + i * 512 + lane * 16);
+      constexpr int roff = S::f.row_data_off;
+      if constexpr (S::kRowPieces == 1) {
+        cp_async16(d + S::kLanePieces * 512, src + roff + g * 16);
+      } else if constexpr (S::kRowPieces >= 2) {
+        cp_async16(d + S::kLanePieces * 512, src + roff + g * 32);
+        cp_async16(d + (S::kLanePieces + 1) * 512, src + roff + g * 32 + 16);
+      }
+      if constexpr (S::kRowPieces == 3) cp_async4(d + (S::kLanePieces + 2) * 512, src + S::f.d_off + g * 4);
+    }
+  };
+  // Piece i of the block's rows: row i / 32, block (i / 4) % 8, t = i % 4; from the global
+  // n-tile layout [n8][kt][b][g][t] to the staged [row][b][t].
+  auto issue_acts = [&](int kt) {
+    if (kt >= kt1) return;
+    uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + act_off;
+    for (int i = tid; i < rows_here * 32; i += blockDim.x) {
+      const int row = i >> 5, b = (i >> 2) & 7, pt = i & 3;
+      const int64_t sr = src_row[row];
+      const int64_t src = ((sr >> 3) * a.n_kt + kt) * kActTileBytes + b * 512 + (sr & 7) * 64 + pt * 16;
+      const int off = row * kActRowBytes + b * 64 + pt * 16;
+      cp_async16(dst + off, a.act + src);
+      if constexpr (S::kUsesLo) cp_async16(dst + lo_off + off, a.act_lo + src);
+    }
+    if constexpr (S::kUsesSums) {  // one float per (row, block): sums[n8][kt][b][g]
+      for (int i = tid; i < rows_here * 8; i += blockDim.x) {
+        const int row = i >> 3, b = i & 7;
+        const int64_t sr = src_row[row];
+        cp_async4(dst + sums_off + (((row >> 3) * 8 + b) * 8 + (row & 7)) * 4,
+                  a.sums + ((sr >> 3) * a.n_kt + kt) * 64 + b * 8 + (sr & 7));
+      }
+    }
+  };
+
+  // Prologue: the weights of the first STAGES-1 k-tiles (before the wait: no kernel writes them),
+  // then their activations; one commit group each (see the wait count below).
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    issue_weights(kt0 + s);
+    cp_async_commit();
+  }
+  if (!grouped) pdl_wait();
+  pdl_launch_dependents();
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    issue_acts(kt0 + s);
+    cp_async_commit();
+  }
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+
+#pragma unroll 1
+  for (int kt = kt0; kt < kt1; ++kt) {
+    // Groups committed so far: 2 (STAGES - 1) + kt; k-tile kt's data is in the one that leaves
+    // STAGES - 2 after it. The barrier then also frees the buffer of k-tile kt - 1 for reuse.
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    issue_weights(kt + STAGES - 1);
+    issue_acts(kt + STAGES - 1);
+    cp_async_commit();
+
+    const uint8_t* stage = smem + ((kt - kt0) % STAGES) * stage_bytes;
+    const uint8_t* wl0 = stage + warp * Sh::kWarpStage + lane * 16;
+    const uint8_t* act = stage + act_off;
+    TileRegs<T> regs[MT] = {};
+#pragma unroll
+    for (int m = 0; m < MT; ++m) load_tile_regs<T>(wl0 + m * S::kPieces * 512, regs[m]);
+
+    auto block = [&](auto bconst) {
+      constexpr int B = decltype(bconst)::value;
+      // B fragments: lane (g, t) of n-tile n reads row 8n + g; rows past the staged ones are the
+      // MMA's padding columns, zero.
+      uint4 bf[NT];
+      [[maybe_unused]] uint4 bl[NT];
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const int row = 8 * n + g;
+        const int off = row * kActRowBytes + B * 64 + t * 16;
+        bf[n] = row < rows_cap ? lds<uint4>(act + off) : make_uint4(0, 0, 0, 0);
+        if constexpr (S::kUsesLo) bl[n] = row < rows_cap ? lds<uint4>(act + lo_off + off) : make_uint4(0, 0, 0, 0);
+      }
+      [[maybe_unused]] float2 xs[NT];
+      if constexpr (S::kUsesSums) {
+#pragma unroll
+        for (int n = 0; n < NT; ++n) xs[n] = lds<float2>(act + sums_off + (n * kTileBlocks + B) * 32 + 8 * t);
+      }
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const uint8_t* wl = wl0 + m * S::kPieces * 512;
+        BlockFrags fr;
+        BlockScales sc;
+        if constexpr (T == GgmlType::F32) {
+          const uint16_t ee = lds<uint16_t>(wl + S::kLanePieces * 512 + 2 * B);
+          sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
+          sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
+        } else {
+          decode_block<T, B>(wl, regs[m], fr, sc);
+        }
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          float d[4];
+          [[maybe_unused]] float d2[4];
+          if constexpr (T == GgmlType::F32) {  // w_hi x_hi, w_hi x_lo, w_lo x_hi
+            decode_block_f32(wl, B, 0, fr);
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+            mma_16816(d, fr.a[0], bl[n].x, bl[n].y, d);
+            mma_16816(d, fr.a[1], bl[n].z, bl[n].w, d);
+            decode_block_f32(wl, B, 1, fr);
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, d);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+          } else if constexpr (S::kUsesLo) {  // F16, BF16: w x_hi, w x_lo
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+            mma_16816(d, fr.a[0], bl[n].x, bl[n].y, d);
+            mma_16816(d, fr.a[1], bl[n].z, bl[n].w, d);
+          } else if constexpr (T == GgmlType::Q6_K) {
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d2, fr.a[1], bf[n].z, bf[n].w, zero);
+          } else {
+            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
+            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            [[maybe_unused]] const int h = i >> 1;
+            float& c = acc[m][n][i];
+            if constexpr (T == GgmlType::F16) {
+              c = __fadd_rn(c, d[i]);
+            } else if constexpr (T == GgmlType::Q6_K) {
+              c = __fmaf_rn(sc.s[h], d[i], c);
+              c = __fmaf_rn(sc.s2[h], d2[i], c);
+            } else if constexpr (S::kUsesSums) {
+              c = __fmaf_rn(sc.s[h], d[i], c);
+              c = __fmaf_rn(sc.s2[h], (i & 1) ? xs[n].y : xs[n].x, c);
+            } else {
+              c = __fmaf_rn(sc.s[h], d[i], c);
+            }
+          }
+        }
+      }
+    };
+    block(std::integral_constant<int, 0>{});
+    block(std::integral_constant<int, 1>{});
+    block(std::integral_constant<int, 2>{});
+    block(std::integral_constant<int, 3>{});
+    block(std::integral_constant<int, 4>{});
+    block(std::integral_constant<int, 5>{});
+    block(std::integral_constant<int, 6>{});
+    block(std::integral_constant<int, 7>{});
+  }
+  cp_async_wait<0>();
+
+  // The segments' sums meet in the canonical tree (matmul_order.h): each block of the cluster
+  // leaves its partials in its own shared memory, and block `seg` finishes the elements whose
+  // index is seg modulo segs, reading every block's partial of them.
+  constexpr int kElems = MT * NT * 4;
+  float* part = reinterpret_cast<float*>(smem) + (warp * kElems) * 32 + lane;  // [warp][elem][lane]
+  if (a.segs > 1) {
+    __syncthreads();  // every warp is done with the stages the partials overwrite
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) part[((m * NT + n) * 4 + i) * 32] = acc[m][n][i];
+    cluster_sync();
+  }
+  auto total = [&](int m, int n, int i) {
+    if (a.segs == 1) return acc[m][n][i];
+    float* p = part + ((m * NT + n) * 4 + i) * 32;
+    auto pair = [&](int s) { return __fadd_rn(*cluster_map(p, s), *cluster_map(p, s + 1)); };
+    const float p01 = pair(0);
+    if (a.segs == 2) return p01;
+    const float p03 = __fadd_rn(p01, pair(2));
+    if (a.segs == 4) return p03;
+    return __fadd_rn(p03, __fadd_rn(pair(4), pair(6)));
+  };
+
+  // Epilogue: scale by the row exponent, then store / accumulate / SwiGLU.
+#pragma unroll
+  for (int n = 0; n < NT; ++n) {
+#pragma unroll
+    for (int cc = 0; cc < 2; ++cc) {
+      const int64_t lr = (n8_0 + n) * 8 + 2 * t + cc;  // the row within the group
+#pragma unroll
+      for (int m = 0; m < mt_rows; ++m) {
+        const int rg = rg0 + m;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = 2 * h + cc;
+          if (((m * NT + n) * 4 + i) % a.segs != seg) continue;
+          const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * h;
+          if (lr >= rows || j >= tg.n_out) continue;
+          const int r = static_cast<int>(lr - n8_0 * 8);  // staged row
+          const float scale = exp2_int(a.exps[src_row[r]]);
+          float* orow = tg.out + (row0 + lr) * tg.out_stride;
+          const float v = __fmul_rn(total(m, n, i), scale);
+          if constexpr (SW) {
+            const float u = __fmul_rn(total(m + mt_rows, n, i), scale);
+            orow[j] = __fmul_rn(silu(v), u);
+          } else {
+            orow[j] = tg.accumulate ? __fadd_rn(orow[j], v) : v;
+          }
+        }
+      }
+    }
+  }
+  if (a.segs > 1) cluster_sync();  // no block leaves while another reads its partials
+}
+
+struct Config {
+  int mt, nt, warps;
+};
+
+// Pipeline depth: 3 k-tiles (2 in flight while one is computed; with 4-16 warps per SM that is
+// 20-70 KB of weights in flight per SM); 2 at 8 n-tiles, where a k-tile's tensor-core work
+// outlasts its loads (and the float types' wide tiles at 4); run() sizes the block for it.
+constexpr int stages_for(GgmlType t, int nt) {
+  const bool wide = t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32;
+  return nt >= 8 ? 2 : (wide && nt >= 4 ? 2 : 3);
+}
+
+template <GgmlType T, int MT, int NT, bool SW>
+void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
+  constexpr int kStages = stages_for(T, NT);
+  auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
+  // The stages, then the staged rows' source rows (int64 each).
+  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps, args.rows_cap) +
+                      sizeof(int64_t) * static_cast<size_t>(8 * NT);
+  MEMRA_ASSERT(static_cast<size_t>(MT * NT * 4) * 32 * warps * sizeof(float) <= smem, "partials fit in the stages");
+  static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
+  if (smem > configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    configured = smem;
+  }
+  const int64_t seq_tiles = (args.rows + 8 * NT - 1) / (8 * NT);
+  const int64_t grid_y = row_tiles * args.segs;
+  MEMRA_ASSERT(seq_tiles <= 0x7fffffff && grid_y <= 65535, "matmul: launch too large ({} x {} blocks)", seq_tiles,
+               grid_y);
+  cudaLaunchConfig_t cfg{};
+  MEMRA_ASSERT(args.groups >= 1 && args.groups <= 65535);
+  cfg.gridDim = dim3(static_cast<unsigned>(seq_tiles), static_cast<unsigned>(grid_y), static_cast<unsigned>(args.groups));
+  cfg.blockDim = dim3(32 * warps);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  int n_attr = 0;
+  attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+  attr[n_attr].val.clusterDim.x = 1;
+  attr[n_attr].val.clusterDim.y = static_cast<unsigned>(args.segs);
+  attr[n_attr].val.clusterDim.z = 1;
+  ++n_attr;
+  if (pdl_enabled()) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = static_cast<unsigned>(n_attr);
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
+}
+
+template <GgmlType T>
+void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStream_t stream) {
+  if (args.swiglu) {
+    if (c.nt == 1) return launch_shape<T, 2, 1, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 2) return launch_shape<T, 2, 2, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 4) return launch_shape<T, 2, 4, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 8) return launch_shape<T, 2, 8, true>(args, c.warps, row_tiles, stream);
+  } else {
+    if (c.mt == 1 && c.nt == 1) return launch_shape<T, 1, 1, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 1 && c.nt == 2) return launch_shape<T, 1, 2, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 2 && c.nt == 4) return launch_shape<T, 2, 4, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
+  }
+  MEMRA_ASSERT(false, "matmul: no kernel for shape {}x{}", c.mt, c.nt);
+}
+
+}  // namespace memra::cuda::matmul_impl
