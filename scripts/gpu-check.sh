@@ -6,6 +6,9 @@
 #   scripts/gpu-check.sh bench      # single-sequence benchmarks only
 #   scripts/gpu-check.sh batch      # batched decode B = 1..64 at depth 512 and 4096, --verify-exact
 #   scripts/gpu-check.sh serve      # memra serve at concurrency 1, 8, 32, 64 (tests/e2e/serve_bench.py)
+#   scripts/gpu-check.sh kernels    # each kernel's own time per decode token at B = 1 and 16 (Nsight
+#                                   # Compute; scripts/kernel_times.py), against the step's wall time
+#   scripts/gpu-check.sh moe        # 35B-A3B Q4_0 (issue 11): pp512, tg128, B = 1..64 --verify-exact
 #   QUICK=1 scripts/gpu-check.sh    # skips the slow 9B-shaped all-types test, 2 repetitions, depth
 #                                   # 4096 only for 9B Q4_0 (fits a short device lease)
 # The build directory (BUILD, default build-gpu) is used as is when it holds a CUDA build (binaries
@@ -41,9 +44,8 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   # The model tests again with each knob the other way: programmatic dependent launch off
-  # (MEMRA_CUDA_PDL, on by default), and the chunked Gated DeltaNet prefill on
-  # (MEMRA_CUDA_GDN_CHUNKED, off by default; its op tests run both forms regardless).
-  for knob in MEMRA_CUDA_PDL=0 MEMRA_CUDA_GDN_CHUNKED=1; do
+  # (MEMRA_CUDA_PDL, on by default).
+  for knob in MEMRA_CUDA_PDL=0; do
     echo "== GPU model tests with $knob"
     env "$knob" "$BUILD/memra_tests" --gtest_filter='GpuModel*:GpuSampling*-GpuModel.Synth9b*' --gtest_brief=1 2>&1 \
       | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
@@ -72,13 +74,12 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
     # The knobs the other way, measured against the rows above (rows marked with the knob):
-    # programmatic dependent launch off, the chunked Gated DeltaNet prefill on (the Q4_0
-    # models); the 8-bit KV cache at depth.
+    # programmatic dependent launch off (the Q4_0 models); the 8-bit KV cache at depth.
     [ "$3" = q4_0 ] || { echo >> "$MD"; continue; }
     MEMRA_CUDA_KV=q8_0 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS" --ctx 8192 \
       --jsonl "$JSONL.kv-q8" | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| tg128 /| tg128 kv-q8 /' \
       | tee -a "$MD"
-    for variant in "no-pdl MEMRA_CUDA_PDL=0" "chunked-gdn MEMRA_CUDA_GDN_CHUNKED=1"; do
+    for variant in "no-pdl MEMRA_CUDA_PDL=0"; do
       set -- $variant
       tag=$1
       shift
@@ -107,6 +108,34 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
     echo "profile B=$b: $(head -1 "$WORK/profile-b$b.txt")"
     [ -n "${OUT:-}" ] && cp -f "$WORK/profile-b$b.txt" "$OUT/" 2>/dev/null
   done
+fi
+
+if [ "$MODE" = kernels ]; then
+  # Two runs that differ only in the number of generated tokens: their difference is the decode
+  # tokens' kernels alone (kernel_times.py). Graphs off so every launch is profiled on its own.
+  need_9b
+  [ -f "$MD" ] || echo "# gpu-check $STAMP (commit $COMMIT)" > "$MD"
+  for b in 1 16; do
+    for n in 2 6; do
+      MEMRA_CUDA_GRAPHS=0 ncu --clock-control none --metrics gpu__time_duration.sum --print-units base --csv \
+        "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n $n -b $b -d 0 -r 1 --ctx 4096 \
+        > "$WORK/ncu-b$b-n$n.csv" 2> "$WORK/ncu-b$b-n$n.err" || { tail -5 "$WORK/ncu-b$b-n$n.err"; break; }
+    done
+    # The step's wall time with graphs, for the gaps between kernels.
+    ms=$("$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b $b -d 0 -r 3 --ctx 4096 --jsonl - 2>&1 >/dev/null |
+      python3 -c 'import json,sys; r=[json.loads(l) for l in sys.stdin if l.startswith("{")]; print(r[-1]["step_ms"] if r else "")' || true)
+    { echo; echo "### kernels per decode token, 9B Q4_0, B = $b"; echo
+      python3 scripts/kernel_times.py "$WORK/ncu-b$b-n2.csv" 2 "$WORK/ncu-b$b-n6.csv" 6 ${ms:+--token-ms $ms}; } | tee -a "$MD"
+  done
+fi
+
+if [ "$MODE" = moe ]; then
+  f="$WORK/qwen35moe-35b-a3b-q4_0.gguf"
+  [ -f "$f" ] || "$BUILD/memra" synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o "$f" || exit 1
+  [ -f "$MD" ] || echo "# gpu-check $STAMP (commit $COMMIT)" > "$MD"
+  "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 --jsonl "$JSONL" | tee -a "$MD"
+  "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 64 -b 1,4,16,64 -d 512 -r "$REPS" --ctx 8192 --verify-exact \
+    --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
 fi
 
 if [ "$MODE" = all ] || [ "$MODE" = serve ]; then

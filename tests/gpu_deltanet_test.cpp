@@ -287,16 +287,6 @@ struct Pair {
   std::vector<SeqState> initial;
 };
 
-// A CUDA backend with prompts through the chunked core (MEMRA_CUDA_GDN_CHUNKED) or not; null
-// without a GPU.
-std::unique_ptr<Backend> gpu_backend(bool chunked) {
-  CudaOptions o = test::gpu_options();
-  o.gdn_chunked = chunked;
-  return test::make_gpu_backend(o);
-}
-
-const char* mode_name(bool chunked) { return chunked ? " [chunked]" : " [recurrent]"; }
-
 std::vector<int> iota_ids(int n) {
   std::vector<int> ids(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) ids[i] = i;
@@ -359,15 +349,12 @@ TEST(GpuDeltaNetDecode, MatchesCpuOnRealShapes) {
 }
 
 TEST(GpuDeltaNetPrefill, MatchesCpuOnRealShapes) {
-  MEMRA_GPU_OR_SKIP(probe);
+  MEMRA_GPU_OR_SKIP(gpu);
   auto cpu = make_cpu_backend();
-  // (rows, position of the first row): the CPU cuts prompts on a 64-position grid, the chunked
-  // GPU core on a 32-position grid, so 37 + 100 crosses boundaries of both off the chunk start;
-  // 31 / 32 / 33 rows end just before, at and after a GPU chunk boundary.
-  const std::pair<int, int> cases[] = {{1, 0}, {2, 0}, {7, 0}, {31, 0}, {32, 0}, {33, 0},
-                                       {64, 0}, {100, 0}, {100, 37}, {40, 31}, {300, 5}};
-  for (bool chunked : {false, true}) {
-  auto gpu = gpu_backend(chunked);
+  // (rows, position of the first row): the CPU cuts prompts on a 64-position grid, so 37 + 100
+  // crosses its boundaries off the chunk start; 63 / 64 / 65 rows end just before, at and after one.
+  const std::pair<int, int> cases[] = {{1, 0}, {2, 0}, {7, 0}, {63, 0}, {64, 0}, {65, 0},
+                                       {100, 0}, {100, 37}, {40, 31}, {300, 5}};
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kDemo, kNextTiny, kD96, kD256}) {
     for (auto [rows, pos0] : cases) {
       Pair p(*cpu, *gpu, shape, 1, 40 + rows);
@@ -375,30 +362,26 @@ TEST(GpuDeltaNetPrefill, MatchesCpuOnRealShapes) {
       p.gpu.cache(0).advance(pos0);
       const StepInputs in = make_inputs(shape.s, rows, 500 + rows);
       const std::string what = std::string(shape.name) + " prefill " + std::to_string(rows) + " rows at " +
-                               std::to_string(pos0) + mode_name(chunked);
+                               std::to_string(pos0);
       const double tol = rows == 1 ? kDecodeTol : kCarriedTol;
       expect_close(p.gpu.deltanet({0}, {rows}, in), p.cpu.deltanet({0}, {rows}, in), tol, what + " y");
       p.check_states(tol, what);
     }
   }
-  }
 }
 
-// The chunked core's state at a multiple of 32 positions is the same bits however the prompt
-// reached it (one step, or steps cut on the grid), which prefix snapshots rely on; and single
-// rows (decode) give the recurrent kernel's bits whether the chunked core is enabled or not.
-TEST(GpuDeltaNetChunked, GridSplitsAndDecodeBitsAreStable) {
-  MEMRA_GPU_OR_SKIP(probe);
-  auto chunked = gpu_backend(true), recurrent = gpu_backend(false);
+// A prompt's outputs and state are the same bits however it is cut into steps (one step, or
+// steps cut on the grid), which prefix snapshots rely on.
+TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
+  MEMRA_GPU_OR_SKIP(gpu);
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kDemo}) {
     const GdnShape& s = shape.s;
     const ModelConfig cfg = make_config(s);
     const LayerWeights w = make_weights(s, 120);
-    Rig whole(*chunked, shape, cfg, w, 1), split(*chunked, shape, cfg, w, 1), plain(*recurrent, shape, cfg, w, 1);
+    Rig whole(*gpu, shape, cfg, w, 1), split(*gpu, shape, cfg, w, 1);
     const SeqState st0 = make_state(s, 121);
     whole.set_state(0, st0);
     split.set_state(0, st0);
-    plain.set_state(0, st0);
     const StepInputs all = make_inputs(s, 100, 122);
     auto part = [&](int from, int rows) {
       StepInputs in;
@@ -418,22 +401,13 @@ TEST(GpuDeltaNetChunked, GridSplitsAndDecodeBitsAreStable) {
     const std::string what = shape.name;
     EXPECT_TRUE(same_bits(y_split, y_whole)) << what << ": 64 + 36 rows differ from 100 in one step";
     EXPECT_TRUE(same_bits(split.state(0).ssm[kLayer], whole.state(0).ssm[kLayer])) << what << ": state differs";
-
-    // Then one decode row on both backends from the same (copied) state: recurrent bits.
-    plain.set_state(0, whole.state(0));
-    plain.cache(0).advance(100);
-    const StepInputs one = make_inputs(s, 1, 123);
-    const std::vector<float> y1_chunked = whole.deltanet({0}, {1}, one), y1_plain = plain.deltanet({0}, {1}, one);
-    EXPECT_TRUE(same_bits(y1_chunked, y1_plain)) << what << ": a decode row depends on the chunked switch";
-    EXPECT_TRUE(same_bits(whole.state(0).ssm[kLayer], plain.state(0).ssm[kLayer])) << what;
+    EXPECT_TRUE(same_bits(split.state(0).conv[kLayer], whole.state(0).conv[kLayer])) << what << ": conv differs";
   }
 }
 
 TEST(GpuDeltaNetSteps, StateCarriedAcrossSteps) {
-  MEMRA_GPU_OR_SKIP(probe);
+  MEMRA_GPU_OR_SKIP(gpu);
   auto cpu = make_cpu_backend();
-  for (bool chunked : {false, true}) {
-  auto gpu = gpu_backend(chunked);
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kNext80b}) {
     Pair p(*cpu, *gpu, shape, 3, 60);
     // Three prompts prefilled together, decode steps, then a mixed step.
@@ -442,19 +416,16 @@ TEST(GpuDeltaNetSteps, StateCarriedAcrossSteps) {
     steps.push_back({3, 1, 2});
     for (size_t k = 0; k < steps.size(); ++k) {
       const StepInputs in = make_step(shape.s, steps[k], 700 + 31 * k);
-      const std::string what = std::string(shape.name) + " step " + std::to_string(k) + mode_name(chunked);
+      const std::string what = std::string(shape.name) + " step " + std::to_string(k);
       expect_close(p.gpu.deltanet(iota_ids(3), steps[k], in), p.cpu.deltanet(iota_ids(3), steps[k], in),
                    kCarriedTol, what + " y");
     }
-    p.check_states(kCarriedTol, std::string(shape.name) + " after steps" + mode_name(chunked));
-  }
+    p.check_states(kCarriedTol, std::string(shape.name) + " after steps");
   }
 }
 
 TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
-  MEMRA_GPU_OR_SKIP(probe);
-  for (bool chunked : {false, true}) {
-  auto gpu = gpu_backend(chunked);
+  MEMRA_GPU_OR_SKIP(gpu);
   for (const NamedShape& shape : {kQwen35_9b, kNextTiny, kDemo, kD96}) {
     const GdnShape& s = shape.s;
     const ModelConfig cfg = make_config(s);
@@ -491,7 +462,7 @@ TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
       const auto y_batch = batch.deltanet(order, rows, concat(ptrs));
       const size_t width = static_cast<size_t>(s.n_v) * s.d;
       const std::vector<float> y_x(y_batch.begin() + x_row0 * width, y_batch.begin() + (x_row0 + x_rows) * width);
-      const std::string what = std::string(shape.name) + " step " + std::to_string(k) + mode_name(chunked);
+      const std::string what = std::string(shape.name) + " step " + std::to_string(k);
       EXPECT_TRUE(same_bits(y_x, y_alone)) << what << ": y differs alone vs batched";
       const SeqState st_alone = alone.state(0), st_batch = batch.state(kX);
       EXPECT_TRUE(same_bits(st_batch.ssm[kLayer], st_alone.ssm[kLayer])) << what << ": recurrent state differs";
@@ -499,7 +470,6 @@ TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
       // Every output of X was written (y starts as NaN).
       EXPECT_TRUE(std::all_of(y_alone.begin(), y_alone.end(), [](float v) { return std::isfinite(v); })) << what;
     }
-  }
   }
 }
 

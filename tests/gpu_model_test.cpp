@@ -11,6 +11,7 @@
 #include <random>
 
 #include "gpu_test_util.h"
+#include "common/error.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
 #include "step/sampling.h"
@@ -207,16 +208,6 @@ void expect_knobs_change_no_bits(const std::vector<Switch>& knobs, const CudaOpt
   EXPECT_EQ(first, off.size()) << "logits differ between " << names << " = 0 and 1, first at element " << first;
 }
 
-// Programmatic dependent launch with the chunked GDN prefill on in both runs (the chunked
-// prefill is exact against the recurrent one only to its tolerance).
-TEST(GpuModel, PdlWithChunkedPrefillIsBitIdentical) {
-  MEMRA_GPU_OR_SKIP(gpu);
-  gpu.reset();
-  CudaOptions chunked = test::gpu_options();
-  chunked.gdn_chunked = true;
-  expect_knobs_change_no_bits({kPdl}, chunked);
-}
-
 // Programmatic dependent launch changes when kernels start, never what they compute (a kernel
 // reading before its pdl_wait would differ).
 TEST(GpuModel, ProgrammaticDependentLaunchIsBitIdentical) {
@@ -279,6 +270,27 @@ TEST(GpuModel, BatchedDecodeIsBitIdenticalToAlone) {
             << "B=" << members.size() << " sequence " << members[m] << " step " << i;
     }
   }
+}
+
+// A model too large for the device is refused before any upload, with the size needed and the
+// size free, never an abort (issue 11: "a clear error with the size needed").
+TEST(GpuModel, WeightsThatDoNotFitAreAClearError) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  gpu->check_fits(uint64_t{1} << 20, "one MiB");  // fits anywhere
+  try {
+    gpu->check_fits(uint64_t{1} << 50, "a 1 PiB model's weights");
+    FAIL() << "1 PiB of weights fitted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("a 1 PiB model's weights need 1048576.0 GiB of device memory"), std::string::npos) << m;
+    EXPECT_NE(m.find("GiB free of"), std::string::npos) << m;
+    EXPECT_NE(m.find("--device cpu"), std::string::npos) << m;
+  }
+  // The estimate is the uploaded layout, not the file's bytes: Q4_1 is widened to f16 on upload,
+  // and row groups are padded to 16 rows.
+  EXPECT_GE(gpu->matrix_device_bytes(GgmlType::F16, 256, 16, 1), size_t{256} * 16 * 2);
+  EXPECT_GT(gpu->matrix_device_bytes(GgmlType::Q4_1, 4096, 1000, 1), size_t{4096} * 1000 * 2 - 1);
+  EXPECT_EQ(gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 1, 1), gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 16, 1));
 }
 
 }  // namespace

@@ -107,6 +107,10 @@ TEST(GpuMoe, MatchesCpu) {
   auto cpu = make_cpu_backend();
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32}) {
     for (bool shared : {false, true}) {
+      // The emulation (CI) takes one case per weight-type family, alternating the shared expert.
+      if (test::emulated() && (t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
+                               shared != (t == GgmlType::Q4_0 || t == GgmlType::F32)))
+        continue;
       MoeCase c = make_case(t, shared);
       const MoeWeights wc = upload(*cpu, c), wg = upload(*gpu, c);
       const int64_t rows = 13, hidden = 512;

@@ -37,6 +37,16 @@ inline std::unique_ptr<Backend> make_gpu_backend(const CudaOptions& options = gp
   return nullptr;
 }
 
+// Whether the CUDA backend of this build is the CPU emulation (tests/cudasim, ~1000x slower than
+// a GPU): tests shrink their shapes there.
+inline bool emulated() {
+#ifdef MEMRA_HAVE_CUDA
+  return cuda_backend_emulated();
+#else
+  return false;
+#endif
+}
+
 #define MEMRA_GPU_OR_SKIP(var)                                                   \
   auto var = ::memra::test::make_gpu_backend();                                  \
   if (!var) GTEST_SKIP() << "no usable CUDA GPU in this build or on this machine"

@@ -6,12 +6,17 @@
 #include <vector>
 
 #include "common/error.h"
+#include "quant/quant.h"
 #include "step/sampling.h"
 #include "step/step_plan.h"
 
 namespace memra {
 
-void Backend::swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows) {
+size_t Backend::matrix_device_bytes(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_mat) const {
+  return quant::row_bytes(type, n_in) * static_cast<size_t>(n_out) * static_cast<size_t>(n_mat);
+}
+
+void Backend::swiglu(const WeightRef& gate, const WeightRef& up, MatmulInput x, float* act, int64_t rows) {
   MEMRA_ASSERT(gate.n_out == up.n_out && gate.n_in == up.n_in, "swiglu: gate {} / up {} mismatch", gate.name, up.name);
   float* u = scratch(static_cast<size_t>(rows * up.n_out));
   MatmulOut outs[2] = {{&gate, act, false}, {&up, u, false}};

@@ -87,6 +87,16 @@ struct MoeWeights {
   WeightRef shexp_gate;    // [H -> 1], sigmoid gate; optional
 };
 
+// What a matmul reads: float rows, and optionally the token rms_norm returned when it wrote them
+// (the reuse of the backend's matmul form is asked for here, never inferred from an address).
+// A token that is not the latest norm's, or names other rows, is an internal error.
+struct MatmulInput {
+  const float* x = nullptr;
+  uint64_t norm_token = 0;  // 0: convert x
+  MatmulInput(const float* rows) : x(rows) {}  // NOLINT: a bare pointer is an input to convert
+  MatmulInput(const float* rows, uint64_t token) : x(rows), norm_token(token) {}
+};
+
 class Backend : public DeviceMemory {
  public:
   virtual ~Backend() = default;
@@ -102,6 +112,13 @@ class Backend : public DeviceMemory {
   virtual void upload_matrix(WeightRef& w, const void* host) {
     w.data = upload_weight(host, w.mat_bytes * static_cast<size_t>(w.n_mat));
   }
+  // Bytes a matrix of this file type and shape takes once uploaded: its file bytes unless the
+  // backend re-lays it out (the CUDA backend pads row groups and widens some types to f16).
+  virtual size_t matrix_device_bytes(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_mat) const;
+  // Fails with a message naming `what`, the bytes needed and the bytes free when `bytes` more
+  // cannot be allocated (before a long upload, so a model that does not fit says so at once).
+  // Backends that compute in host memory check nothing: the OS maps the file lazily.
+  virtual void check_fits(uint64_t bytes, const std::string& what) { (void)bytes, (void)what; }
   virtual void to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void synchronize() = 0;
@@ -139,12 +156,15 @@ class Backend : public DeviceMemory {
   // ---- row-wise ops ----
   // out[r] = row tokens[r] of `table` (dequantized), for the plan's rows.
   virtual void embed(const WeightRef& table, float* out) = 0;
-  // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
-  virtual void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) = 0;
+  // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w. Returns a token for `out` that the matmuls
+  // reading it may be handed (MatmulInput): the backend may then reuse the matmul form it wrote
+  // beside `out` (the CUDA backend writes f16 rows with a row scale) instead of converting again.
+  // The token is good until the next rms_norm; 0 means the backend keeps no such form.
+  virtual uint64_t rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) = 0;
   // out[r, j] = sum_i x[r, i] * W[mat][j, i]   (x: rows x n_in, out: rows x n_out).
   // accumulate: out[r, j] += that sum (the residual add fused into the projection; numerically
   // the same single float add as add()).
-  virtual void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat = 0,
+  virtual void matmul(const WeightRef& w, MatmulInput x, float* out, int64_t rows, int64_t mat = 0,
                       bool accumulate = false) = 0;
   // Several projections of the same input (e.g. q, k, v): backends may share one pass over x
   // (one activation quantization, one launch). Same results as separate matmul() calls.
@@ -153,11 +173,11 @@ class Backend : public DeviceMemory {
     float* out;
     bool accumulate = false;
   };
-  virtual void matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) {
+  virtual void matmul_multi(MatmulInput x, int64_t rows, const MatmulOut* outs, int n_outs) {
     for (int i = 0; i < n_outs; ++i) matmul(*outs[i].w, x, outs[i].out, rows, 0, outs[i].accumulate);
   }
   // act = silu(x W_gate^T) * (x W_up^T): the SwiGLU input half, act is rows x n_ff.
-  virtual void swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows);
+  virtual void swiglu(const WeightRef& gate, const WeightRef& up, MatmulInput x, float* act, int64_t rows);
   // out = silu(gate) * up (elementwise, n floats)
   virtual void silu_mul(const float* gate, const float* up, float* out, int64_t n) = 0;
   // Copies row src_rows[i] of x (cols wide) to row i of out. src_rows in host memory.
@@ -201,7 +221,7 @@ class Backend : public DeviceMemory {
 
   // ---- mixture of experts ----
   // out += routed experts (softmax router, top-k, optional renorm) + sigmoid-gated shared expert.
-  virtual void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) = 0;
+  virtual void moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_t rows, int64_t hidden) = 0;
 
  protected:
   // Called by set_step(): backends upload what their kernels need (device step tables).

@@ -90,6 +90,18 @@ VecRef TensorBinder::vec_shaped(const std::string& name, std::vector<int64_t> ne
 
 VecRef TensorBinder::vec(const std::string& name, int64_t n) { return vec_shaped(name, {n}); }
 
+void TensorBinder::check_fits() const {
+  uint64_t bytes = 0;
+  for (const auto& t : file_.tensors()) {
+    if (!quant::type_info(t.type).decodable) continue;  // refused by name when bound
+    if (t.n_dims >= 2)
+      bytes += backend_.matrix_device_bytes(t.type, t.ne[0], t.ne[1], t.ne[2] * t.ne[3]);
+    else
+      bytes += t.n_elements * sizeof(float);
+  }
+  backend_.check_fits(bytes, fmt::format("{}: the model's weights", file_.path()));
+}
+
 void TensorBinder::check_all_used() const {
   for (const auto& t : file_.tensors()) {
     if (std::find(used_.begin(), used_.end(), t.name) == used_.end())

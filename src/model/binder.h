@@ -29,6 +29,9 @@ class TensorBinder {
   bool has(const std::string& name) const;
   // ggml dimension i of a tensor that must exist.
   int64_t dim(const std::string& name, int i) const;
+  // Fails with the size needed when the backend cannot hold the file's weights as it stores them
+  // (matrices in its layout, vectors as float32), before anything is uploaded.
+  void check_fits() const;
   // Every tensor of the file must have been bound: leftovers mean we misread the architecture.
   void check_all_used() const;
 

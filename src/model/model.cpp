@@ -34,6 +34,7 @@ std::unique_ptr<Model> Model::load(const gguf::File& file, Backend& backend) {
   m->backend_ = &backend;
   m->cfg_ = ModelConfig::from_gguf(file);
   TensorBinder b(file, backend, *m);
+  b.check_fits();
   m->cfg_.arch->bind(b, *m);
   b.check_all_used();
   return m;
@@ -69,7 +70,7 @@ uint64_t Model::decode_weight_bytes() const {
   return total;
 }
 
-void Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+void Model::attention_mixer(const LayerWeights& L, int layer, MatmulInput xn, float* x, int64_t rows,
                             ForwardObserver* observer) {
   Backend& be = *backend_;
   const ModelConfig& c = cfg_;
@@ -97,7 +98,7 @@ void Model::attention_mixer(const LayerWeights& L, int layer, const float* xn, f
   mark(observer, ForwardPhase::AttentionCore);
 }
 
-void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+void Model::deltanet_mixer(const LayerWeights& L, int layer, MatmulInput xn, float* x, int64_t rows,
                            ForwardObserver* observer) {
   Backend& be = *backend_;
   const ModelConfig& c = cfg_;
@@ -137,7 +138,7 @@ void Model::deltanet_mixer(const LayerWeights& L, int layer, const float* xn, fl
   mark(observer, ForwardPhase::DeltaNetCore);
 }
 
-void Model::ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows) {
+void Model::ffn(const LayerWeights& L, MatmulInput xn, float* x, int64_t rows) {
   Backend& be = *backend_;
   if (L.ffn.is_moe) {
     be.moe_ffn(L.ffn.moe, xn, x, rows, cfg_.n_embd);
@@ -163,30 +164,31 @@ const float* Model::forward(const StepPlan& plan, const std::vector<int32_t>& lo
   float* x = be.scratch(rows * c.n_embd);
   float* xn = be.scratch(rows * c.n_embd);
   be.embed(token_embd_, x);
-  be.rms_norm(x, layers_[0].attn_norm, xn, rows, c.n_embd, c.rms_eps);
+  // Each norm's token lets the matmuls that read xn next reuse the backend's form of it.
+  uint64_t xn_token = be.rms_norm(x, layers_[0].attn_norm, xn, rows, c.n_embd, c.rms_eps);
   mark(observer, ForwardPhase::Embed);
   // Scratch of a layer is released at its end: only x and xn live across layers.
   const size_t layer_mark = be.scratch_mark();
   for (int l = 0; l < c.n_layer; ++l) {
     be.scratch_release(layer_mark);
     const LayerWeights& L = layers_[l];
-    if (L.mixer == MixerKind::FullAttention) attention_mixer(L, l, xn, x, rows, observer);
-    else deltanet_mixer(L, l, xn, x, rows, observer);
-    be.rms_norm(x, L.post_norm, xn, rows, c.n_embd, c.rms_eps);
-    ffn(L, xn, x, rows);
+    if (L.mixer == MixerKind::FullAttention) attention_mixer(L, l, {xn, xn_token}, x, rows, observer);
+    else deltanet_mixer(L, l, {xn, xn_token}, x, rows, observer);
+    xn_token = be.rms_norm(x, L.post_norm, xn, rows, c.n_embd, c.rms_eps);
+    ffn(L, {xn, xn_token}, x, rows);
     const VecRef& next_norm = l + 1 < c.n_layer ? layers_[l + 1].attn_norm : output_norm_;
-    be.rms_norm(x, next_norm, xn, rows, c.n_embd, c.rms_eps);
+    xn_token = be.rms_norm(x, next_norm, xn, rows, c.n_embd, c.rms_eps);
     mark(observer, ForwardPhase::Ffn);
   }
   be.scratch_release(layer_mark);
   const int64_t n_out = static_cast<int64_t>(logit_rows.size());
   float* logits = be.scratch(std::max<int64_t>(n_out, 1) * c.n_vocab);
   if (n_out == 0) return logits;
-  const float* head_in = xn;
+  MatmulInput head_in{xn, xn_token};
   if (!(n_out == rows && [&] { for (int64_t i = 0; i < n_out; ++i) if (logit_rows[i] != i) return false; return true; }())) {
     float* g = be.scratch(n_out * c.n_embd);
     be.gather_rows(xn, logit_rows.data(), n_out, c.n_embd, g);
-    head_in = g;
+    head_in = MatmulInput(g);
   }
   be.matmul(output_, head_in, logits, n_out);
   mark(observer, ForwardPhase::Head);

@@ -111,11 +111,11 @@ class Model {
   uint64_t total_weight_bytes_ = 0;
 
   // Each block adds its output projection into the residual stream x.
-  void attention_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+  void attention_mixer(const LayerWeights& L, int layer, MatmulInput xn, float* x, int64_t rows,
                        ForwardObserver* observer);
-  void deltanet_mixer(const LayerWeights& L, int layer, const float* xn, float* x, int64_t rows,
+  void deltanet_mixer(const LayerWeights& L, int layer, MatmulInput xn, float* x, int64_t rows,
                       ForwardObserver* observer);
-  void ffn(const LayerWeights& L, const float* xn, float* x, int64_t rows);
+  void ffn(const LayerWeights& L, MatmulInput xn, float* x, int64_t rows);
 };
 
 }  // namespace memra

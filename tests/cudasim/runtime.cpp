@@ -9,6 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cuda_runtime.h"
 
 struct CUgraph_st {
@@ -156,6 +158,13 @@ cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t s) {
 }
 cudaError_t cudaFree(void* p) {
   std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  // Device memory is host memory: the machine's physical and available pages.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  *total_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * page;
+  *free_bytes = static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }

@@ -106,7 +106,7 @@ void CpuBackend::embed(const WeightRef& table, float* out) {
   }
 }
 
-void CpuBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
+uint64_t CpuBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
   MEMRA_ASSERT(w.n == dim, "rms_norm weight {} != dim {}", w.n, dim);
 #pragma omp parallel for num_threads(threads_) schedule(static) if (cpu::worth_parallel(rows * dim) && rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
@@ -114,10 +114,12 @@ void CpuBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t r
     double scale = cpu::rms_scale(xr, dim, eps);
     for (int64_t i = 0; i < dim; ++i) out[r * dim + i] = static_cast<float>(xr[i] * scale * w.data[i]);
   }
+  return 0;  // the matmuls read the floats themselves
 }
 
-void CpuBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat,
+void CpuBackend::matmul(const WeightRef& w, MatmulInput in, float* out, int64_t rows, int64_t mat,
                         bool accumulate) {
+  const float* x = in.x;
   MEMRA_ASSERT(w.valid() && mat >= 0 && mat < w.n_mat, "matmul on {} matrix {}", w.name, mat);
   const uint8_t* base = static_cast<const uint8_t*>(w.data) + w.mat_bytes * static_cast<size_t>(mat);
   const int64_t n_in = w.n_in, n_out = w.n_out;

@@ -37,8 +37,8 @@ class CpuBackend final : public Backend {
   GgmlType kv_type() const override { return GgmlType::F32; }
 
   void embed(const WeightRef& table, float* out) override;
-  void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
-  void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat,
+  uint64_t rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
+  void matmul(const WeightRef& w, MatmulInput x, float* out, int64_t rows, int64_t mat,
               bool accumulate) override;
   void silu_mul(const float* gate, const float* up, float* out, int64_t n) override;
   void gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) override;
@@ -60,7 +60,7 @@ class CpuBackend final : public Backend {
   void gated_rms_norm(const float* o, const VecRef& w, const float* z, float* out, int64_t rows, int n_heads,
                       int d, float eps);
 
-  void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) override;
+  void moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_t rows, int64_t hidden) override;
 
  private:
   // Scratch arena: blocks are never moved, so pointers stay valid for the whole step.

@@ -10,7 +10,8 @@
 
 namespace memra {
 
-void CpuBackend::moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) {
+void CpuBackend::moe_ffn(const MoeWeights& m, MatmulInput in, float* out, int64_t rows, int64_t hidden) {
+  const float* x = in.x;
   MEMRA_ASSERT(m.router.n_in == hidden && m.router.n_out == m.n_expert && m.n_used <= m.n_expert);
   const int64_t n_ff = m.gate_exps.n_out;
   std::vector<float> logits(static_cast<size_t>(m.n_expert));

@@ -70,7 +70,6 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = options.graphs;
   set_pdl_enabled(options.pdl);
-  gdn_chunked_ = options.gdn_chunked;
   kv_type_ = options.kv_type;
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
     fail("MEMRA_CUDA_KV={} is not a CUDA KV cache type: use f16 or q8_0", quant::type_name(kv_type_));
@@ -118,6 +117,22 @@ const void* CudaBackend::upload_weight(const void* host, size_t bytes) {
   void* p = alloc(bytes);
   to_device(p, host, bytes);
   return p;
+}
+
+size_t CudaBackend::matrix_device_bytes(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_mat) const {
+  return plan_layout(type, n_in, n_out, n_mat).mat_stride * static_cast<size_t>(n_mat);
+}
+
+void CudaBackend::check_fits(uint64_t bytes, const std::string& what) {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  // cudaMalloc rounds each allocation up to its 2 MiB pages: keep 1% for that and the allocator.
+  const uint64_t usable = free_bytes - free_bytes / 100;
+  if (bytes <= usable) return;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  fail("{} need {:.1f} GiB of device memory, and {} has {:.1f} GiB free of {:.1f} GiB: use a smaller "
+       "quantization or model, free the GPU of other processes, or run on the CPU (--device cpu)",
+       what, bytes / kGiB, device_name_, free_bytes / kGiB, total_bytes / kGiB);
 }
 
 void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
@@ -177,7 +192,6 @@ const DevWeight& CudaBackend::dev_weight(const WeightRef& w) const {
 }
 
 void CudaBackend::to_device(void* dst, const void* src, size_t bytes) {
-  invalidate_act();
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
 }
 void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
@@ -185,11 +199,9 @@ void CudaBackend::to_host(void* dst, const void* src, size_t bytes) {
   synchronize();
 }
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
-  invalidate_act();
   if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 void CudaBackend::zero(void* dst, size_t bytes) {
-  invalidate_act();
   if (bytes) CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
 }
 void CudaBackend::synchronize() {
@@ -209,14 +221,12 @@ float* CudaBackend::scratch(size_t n) {
 }
 
 void CudaBackend::reset_scratch() {
-  invalidate_act();
   arena_used_ = 0;
 }
 
 // ---- step tables ----
 
 void CudaBackend::on_step(const StepPlan& plan) {
-  invalidate_act();
   const int32_t n_rows = static_cast<int32_t>(plan.n_rows());
   const int32_t n_seqs = static_cast<int32_t>(plan.seqs.size());
   const int32_t n_layers = n_seqs ? static_cast<int32_t>(plan.seqs[0].cache->layers.size()) : 0;
@@ -324,8 +334,15 @@ void CudaBackend::graph_end() {
 
 // ---- ops ----
 
-F16Act CudaBackend::activation(const float* x, int64_t rows, int64_t cols) {
-  if (act_cached_.x == x && act_cached_.act.rows == rows && act_cached_.act.cols == cols) return act_cached_.act;
+F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols) {
+  if (in.norm_token != 0) {
+    MEMRA_ASSERT(in.norm_token == norm_form_.token && in.x == norm_form_.x && rows == norm_form_.act.rows &&
+                     cols == norm_form_.act.cols,
+                 "matmul handed a stale rms_norm token ({} rows x {}; the latest norm wrote {} x {})", rows, cols,
+                 norm_form_.act.rows, norm_form_.act.cols);
+    return norm_form_.act;
+  }
+  const float* x = in.x;
   OpProfiler::Scope prof(profiler_, "act_f16", 0);
   F16Act a;
   a.rows = rows;
@@ -340,22 +357,21 @@ F16Act CudaBackend::activation(const float* x, int64_t rows, int64_t cols) {
 }
 
 void CudaBackend::embed(const WeightRef& table, float* out) {
-  invalidate_act();
   OpProfiler::Scope prof(profiler_, "embed", 0);
   embed_rows(dev_weight(table), step_, step_.n_rows, out, stream_);
 }
 
-void CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
+uint64_t CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
   OpProfiler::Scope prof(profiler_, "rms_norm", 0);
   MEMRA_ASSERT(w.n == dim);
-  invalidate_act();
   const F16Act a = act_slot(rows, dim);
   cuda::rms_norm_act(x, w.data, out, a, rows, dim, eps, stream_);
-  act_cached_ = {out, a};
+  norm_form_ = {out, ++norm_tokens_, a};
+  return norm_form_.token;
 }
 
 // The persistent slot the RMSNorm writes its output's f16 form into; the matmuls of that output
-// find it through act_cached_. Each norm output is consumed before the next norm runs.
+// find it through the token rms_norm returns. Each norm output is consumed before the next norm runs.
 F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   const size_t frag = (act_f16_frag_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
   const size_t sums = (act_f16_sums_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
@@ -378,7 +394,7 @@ F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   return a;
 }
 
-void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) {
+void CudaBackend::matmul(const WeightRef& w, MatmulInput x, float* out, int64_t rows, int64_t mat, bool accumulate) {
   MEMRA_ASSERT(mat == 0 || w.n_mat > 1);
   if (mat == 0) {
     MatmulOut o{&w, out, accumulate};
@@ -386,24 +402,22 @@ void CudaBackend::matmul(const WeightRef& w, const float* x, float* out, int64_t
     return;
   }
   const DevWeight& dw = dev_weight(w);
-  MEMRA_ASSERT(out != x, "matmul output aliases its input");
+  MEMRA_ASSERT(out != x.x, "matmul output aliases its input");
   const F16Act a = activation(x, rows, dw.n_in);
   OpProfiler::Scope prof(profiler_, fmt::format("matmul {} {} r{}", w.name, quant::type_name(dw.type), rows),
                          static_cast<double>(dw.mat_stride));
   const MatmulTarget t{&dw, mat, out, dw.n_out, accumulate};
   cuda::matmul(&t, 1, a, stream_);
-  if (act_cached_.x == out) invalidate_act();
 }
 
-void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) {
+void CudaBackend::matmul_multi(MatmulInput x, int64_t rows, const MatmulOut* outs, int n_outs) {
   if (rows == 0 || n_outs == 0) return;
-  for (int i = 0; i < n_outs; ++i) MEMRA_ASSERT(outs[i].out != x, "matmul output aliases its input");
+  for (int i = 0; i < n_outs; ++i) MEMRA_ASSERT(outs[i].out != x.x, "matmul output aliases its input");
   // Projections of one device type and width share one activation conversion and one launch
   // (up to 4 per launch).
   std::vector<MatmulTarget> group;
   std::string group_name;
   double group_bytes = 0;
-  bool wrote_cached = false;
   auto flush = [&] {
     if (group.empty()) return;
     const F16Act a = activation(x, rows, group[0].w->n_in);
@@ -415,7 +429,6 @@ void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* ou
   };
   for (int i = 0; i < n_outs; ++i) {
     const DevWeight& dw = dev_weight(*outs[i].w);
-    wrote_cached = wrote_cached || outs[i].out == act_cached_.x;
     if (!group.empty() && (group.size() == 4 || group[0].w->type != dw.type || group[0].w->n_in != dw.n_in)) flush();
     group.push_back(MatmulTarget{&dw, 0, outs[i].out, dw.n_out, outs[i].accumulate});
     if (profiler_.enabled()) {
@@ -428,10 +441,9 @@ void CudaBackend::matmul_multi(const float* x, int64_t rows, const MatmulOut* ou
     group_bytes += static_cast<double>(dw.mat_stride);
   }
   flush();
-  if (wrote_cached) invalidate_act();
 }
 
-void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows) {
+void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, MatmulInput x, float* act, int64_t rows) {
   const DevWeight& g = dev_weight(gate);
   const DevWeight& u = dev_weight(up);
   if (g.type != u.type || g.n_in != u.n_in || g.n_out != u.n_out) {
@@ -442,17 +454,14 @@ void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, const float
   OpProfiler::Scope prof(profiler_, fmt::format("swiglu gate+up {} r{}", quant::type_name(g.type), rows),
                          static_cast<double>(g.mat_stride + u.mat_stride));
   matmul_swiglu(g, u, a, act, stream_);
-  if (act_cached_.x == act) invalidate_act();
 }
 
 void CudaBackend::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  invalidate_act();
   OpProfiler::Scope prof(profiler_, "silu_mul", 0);
   cuda::silu_mul(gate, up, out, n, stream_);
 }
 
 void CudaBackend::gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) {
-  invalidate_act();
   OpProfiler::Scope prof(profiler_, "gather_rows", 0);
   int32_t* dev = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(n)));
   to_device(dev, src_rows, static_cast<size_t>(n) * sizeof(int32_t));
@@ -475,7 +484,6 @@ const float* CudaBackend::inv_freq(int n_rot, float theta) {
 
 void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
                                float eps) {
-  invalidate_act();
   OpProfiler::Scope prof(profiler_, "qk_norm_rope", 0);
   MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
   cuda::qk_norm_rope(q, k, q_norm.data, k_norm.data, inv_freq(s.n_rot, s.rope_theta), step_, step_.n_rows, s, eps,
@@ -484,7 +492,6 @@ void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const V
 
 void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
                             const AttnShape& s) {
-  invalidate_act();
   const int kv_dim = s.n_head_kv * s.head_dim;
   MEMRA_ASSERT(kv_type_ != GgmlType::Q8_0 || kv_dim % 64 == 0, "8-bit KV rows of {} values (SequenceCache checks)",
                kv_dim);
@@ -505,13 +512,11 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
 
 void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
                                    int64_t gate_row_stride, int gate_head_stride) {
-  invalidate_act();
   OpProfiler::Scope prof(profiler_, "sigmoid_gate_mul", 0);
   cuda::sigmoid_gate_mul(out, gate, rows, n_head, head_dim, gate_row_stride, gate_head_stride, stream_);
 }
 
 void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float* out, int channels, int kernel) {
-  invalidate_act();
   MEMRA_ASSERT(w.n == static_cast<int64_t>(channels) * kernel);
   cuda::conv1d_silu(layer, x, w.data, out, channels, kernel, step_, stream_);
 }
@@ -519,7 +524,6 @@ void CudaBackend::conv1d_silu(int layer, const float* x, const VecRef& w, float*
 void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
                            const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w,
                            float* y, const GdnShape& s, float eps) {
-  invalidate_act();
   MEMRA_ASSERT(ssm_a.n == s.n_v && dt_bias.n == s.n_v && norm_w.n == s.d);
   const int channels = s.conv_channels();
   float* conv = scratch(static_cast<size_t>(step_.n_rows) * channels);
@@ -529,7 +533,7 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
   }
   OpProfiler::Scope prof(profiler_, "deltanet_core", 0);
   cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps,
-                      gdn_chunked_, step_, stream_);
+                      step_, stream_);
 }
 
 double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwidth(size_t{4} << 30, 9, stream_); }
@@ -537,7 +541,7 @@ double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwid
 // The routed experts run as two grouped launches over only the experts the step uses (gate+up
 // with SwiGLU, then down), the shared expert as a plain SwiGLU pair; moe_combine adds them in a
 // fixed order. x is the normed input (its f16 form is the norm's).
-void CudaBackend::moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) {
+void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_t rows, int64_t hidden) {
   MEMRA_ASSERT(m.router.n_in == hidden && m.router.n_out == m.n_expert && m.n_used >= 1 && m.n_used <= m.n_expert);
   if (rows == 0) return;
   const int k = m.n_used;

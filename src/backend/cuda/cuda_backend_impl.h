@@ -29,6 +29,8 @@ class CudaBackend final : public Backend {
   void free(void* p) override;
   const void* upload_weight(const void* host, size_t bytes) override;
   void upload_matrix(WeightRef& w, const void* host) override;
+  size_t matrix_device_bytes(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_mat) const override;
+  void check_fits(uint64_t bytes, const std::string& what) override;
   void to_device(void* dst, const void* src, size_t bytes) override;
   void to_host(void* dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
@@ -43,11 +45,11 @@ class CudaBackend final : public Backend {
   GgmlType kv_type() const override { return kv_type_; }
 
   void embed(const WeightRef& table, float* out) override;
-  void rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
-  void matmul(const WeightRef& w, const float* x, float* out, int64_t rows, int64_t mat, bool accumulate) override;
-  void matmul_multi(const float* x, int64_t rows, const MatmulOut* outs, int n_outs) override;
+  uint64_t rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) override;
+  void matmul(const WeightRef& w, MatmulInput x, float* out, int64_t rows, int64_t mat, bool accumulate) override;
+  void matmul_multi(MatmulInput x, int64_t rows, const MatmulOut* outs, int n_outs) override;
   void silu_mul(const float* gate, const float* up, float* out, int64_t n) override;
-  void swiglu(const WeightRef& gate, const WeightRef& up, const float* x, float* act, int64_t rows) override;
+  void swiglu(const WeightRef& gate, const WeightRef& up, MatmulInput x, float* act, int64_t rows) override;
   void gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) override;
 
   void qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
@@ -60,7 +62,7 @@ class CudaBackend final : public Backend {
   void deltanet(int layer, const float* mixed, const float* z, const float* beta_raw, const float* alpha_raw,
                 const VecRef& conv_w, const VecRef& ssm_a, const VecRef& dt_bias, const VecRef& norm_w, float* y,
                 const GdnShape& s, float eps) override;
-  void moe_ffn(const MoeWeights& m, const float* x, float* out, int64_t rows, int64_t hidden) override;
+  void moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_t rows, int64_t hidden) override;
 
   void argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) override;
   void sample(const float* logits, int64_t rows, int64_t n, const RowSampling* per_row, int32_t* out_host) override;
@@ -75,9 +77,9 @@ class CudaBackend final : public Backend {
   void on_step(const StepPlan& plan) override;
 
  private:
-  // The f16 form of x (rows x cols) for the matmuls: the one the last rms_norm wrote if x is its
-  // output, else converted now into step scratch.
-  F16Act activation(const float* x, int64_t rows, int64_t cols);
+  // The f16 form of x (rows x cols) for the matmuls: the one the last rms_norm wrote when x carries
+  // its token, else converted now into step scratch.
+  F16Act activation(MatmulInput x, int64_t rows, int64_t cols);
   const float* inv_freq(int n_rot, float theta);
 
   cudaStream_t stream_ = nullptr;
@@ -102,16 +104,16 @@ class CudaBackend final : public Backend {
   void drop_graphs();
   OpProfiler profiler_;
   // The f16 form of the last rms_norm output, kept in a persistent slot (it lives across the
-  // layer boundary, where step scratch is released) until an op that could change it runs.
-  struct ActCache {
+  // layer boundary, where step scratch is released); `token` is what that rms_norm returned.
+  struct NormForm {
     const float* x = nullptr;
+    uint64_t token = 0;
     F16Act act;
-  } act_cached_;
-  bool gdn_chunked_ = false;  // MEMRA_CUDA_GDN_CHUNKED
+  } norm_form_;
+  uint64_t norm_tokens_ = 0;  // tokens handed out so far
   GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
   uint8_t* act_slot_ = nullptr;
   size_t act_slot_bytes_ = 0;
-  void invalidate_act() { act_cached_.x = nullptr; }
   F16Act act_slot(int64_t rows, int64_t cols);
 };
 

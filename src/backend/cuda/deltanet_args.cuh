@@ -1,6 +1,6 @@
-// The arguments of the Gated DeltaNet core kernels (k_deltanet.cu: the recurrent form, one row
-// after another; k_deltanet_chunked.cu: the chunked form for prompts) and the gate math they
-// share, so both read the same inputs the same way.
+// The arguments of the Gated DeltaNet core kernel (k_deltanet.cu: the recurrent form, one row
+// after another) and its gate math. (A chunked form for prompts measured slower on the H200,
+// pp512 -2% and -4% in two sessions, and was removed: git show c29548b:src/backend/cuda/k_deltanet_chunked.cu.)
 #pragma once
 
 #include <cstdint>
@@ -24,8 +24,6 @@ struct CoreArgs {
   GdnHeadMap head_map;
   GdnGateLayout gate_layout;
   float eps;
-  // The recurrent kernel leaves sequences with more rows than this to the chunked kernel.
-  int32_t recurrent_max_rows;
 };
 
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
@@ -47,10 +45,5 @@ __device__ __forceinline__ void gate_inputs(const CoreArgs& p, int64_t row, int 
 __device__ __forceinline__ int key_head_of(const CoreArgs& p, int h) {
   return p.head_map == GdnHeadMap::Tiled ? h % p.n_k : h / (p.n_v / p.n_k);
 }
-
-// The chunked core (k_deltanet_chunked.cu): every sequence of the step with 2+ rows, one block
-// per (value head, sequence); sequences with fewer rows are left to the recurrent kernel.
-bool deltanet_chunked_supported(int d);
-void deltanet_chunked(const CoreArgs& args, int d, const DeviceStep& step, cudaStream_t stream);
 
 }  // namespace memra::cuda

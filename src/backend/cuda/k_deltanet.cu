@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
   const int cg = tid % CG, rg = tid / CG;
   const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
   const int n = step.seq_n_rows[seq];
-  if (n == 0 || n > p.recurrent_max_rows) return;  // uniform per block
+  if (n == 0) return;  // uniform per block
   const int64_t row0 = step.seq_row0[seq];
   float* const S_g = step.ssm[p.layer * step.n_seqs + seq] + static_cast<int64_t>(h) * D * D;
 
@@ -340,17 +340,12 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
 
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, bool chunked_prompts, const DeviceStep& step,
-                   cudaStream_t stream) {
+                   float eps, const DeviceStep& step, cudaStream_t stream) {
   MEMRA_ASSERT(s.n_k > 0 && s.n_v > 0 && s.n_v % s.n_k == 0, "value heads must be a multiple of key heads");
   MEMRA_ASSERT(s.d >= 32 && s.d <= 256 && s.d % 32 == 0, "GDN head size must be a multiple of 32 up to 256");
   MEMRA_ASSERT(layer >= 0 && step.n_seqs >= 0 && step.n_seqs <= 65535);
   MEMRA_ASSERT(s.gate_layout == GdnGateLayout::GroupedBA || alpha_raw != nullptr);
   if (step.n_seqs == 0) return;
-  // Prompts (a sequence with 2+ rows) take the chunked form where it is enabled and built for the
-  // head size; single rows (decode) always take the recurrent kernel, so a sequence's decode bits
-  // never depend on whether others in the step are prefilling.
-  const bool chunked = chunked_prompts && step.max_seq_rows >= 2 && deltanet_chunked_supported(s.d);
   CoreArgs args;
   args.layer = layer;
   args.conv_out = conv_out;
@@ -366,8 +361,6 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   args.head_map = s.head_map;
   args.gate_layout = s.gate_layout;
   args.eps = eps;
-  args.recurrent_max_rows = chunked ? 1 : INT32_MAX;
-  if (chunked) deltanet_chunked(args, s.d, step, stream);
   switch (s.d) {
     case 32: launch_core<32>(args, step, stream); break;
     case 64: launch_core<64>(args, step, stream); break;

@@ -117,13 +117,10 @@ void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
                  const DeviceStep& step, cudaStream_t stream);
 // l2norm(q,k), gates, delta rule over each sequence's rows (in order), then the gated RMSNorm
-// with z: y rows x n_v*d. Updates each
-// sequence's state. chunked_prompts (MEMRA_CUDA_GDN_CHUNKED): sequences with 2+ rows in the step
-// go through the chunked form (k_deltanet_chunked.cu) where it is built for the head size;
-// single rows (decode) always take the recurrent kernel.
+// with z: y rows x n_v*d. Updates each sequence's state.
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, bool chunked_prompts, const DeviceStep& step, cudaStream_t stream);
+                   float eps, const DeviceStep& step, cudaStream_t stream);
 
 // ---- measurement ----
 // Median bandwidth (bytes/s) of a read-only streaming kernel over `bytes` of device memory.

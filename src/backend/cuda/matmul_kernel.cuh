@@ -426,14 +426,18 @@ template <GgmlType T>
 void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStream_t stream) {
   if (args.swiglu) {
     if (c.nt == 1) return launch_shape<T, 2, 1, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 8) return launch_shape<T, 2, 8, true>(args, c.warps, row_tiles, stream);
+#ifndef MEMRA_CUDASIM  // k_matmul.cu: the emulation builds the 1- and 8-n-tile shapes only
     if (c.nt == 2) return launch_shape<T, 2, 2, true>(args, c.warps, row_tiles, stream);
     if (c.nt == 4) return launch_shape<T, 2, 4, true>(args, c.warps, row_tiles, stream);
-    if (c.nt == 8) return launch_shape<T, 2, 8, true>(args, c.warps, row_tiles, stream);
+#endif
   } else {
     if (c.mt == 1 && c.nt == 1) return launch_shape<T, 1, 1, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
+#ifndef MEMRA_CUDASIM
     if (c.mt == 1 && c.nt == 2) return launch_shape<T, 1, 2, false>(args, c.warps, row_tiles, stream);
     if (c.mt == 2 && c.nt == 4) return launch_shape<T, 2, 4, false>(args, c.warps, row_tiles, stream);
-    if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
+#endif
   }
   MEMRA_ASSERT(false, "matmul: no kernel for shape {}x{}", c.mt, c.nt);
 }

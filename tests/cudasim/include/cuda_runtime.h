@@ -97,6 +97,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes);
 cudaError_t cudaMallocHost(void** p, size_t bytes);
 cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t s);
 cudaError_t cudaFree(void* p);
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
 cudaError_t cudaFreeHost(void* p);
 cudaError_t cudaFreeAsync(void* p, cudaStream_t s);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind k);
