@@ -76,7 +76,7 @@ TEST(GrammarKeywords, UniqueItemsHelpersReadTheTextBackwards) {
   EXPECT_FALSE(decode_json_string(R"(a\)", v));
   EXPECT_TRUE(string_item_is_new(R"(["a", "b")"));
   EXPECT_FALSE(string_item_is_new(R"(["a", "b", "a")"));
-  EXPECT_FALSE(string_item_is_new(R"({"k": ["a\"]", "\u0061\"]"])"));  // decoded equal
+  EXPECT_FALSE(string_item_is_new(R"({"k": ["a\"]", "\u0061\"]")"));  // decoded equal
   EXPECT_TRUE(string_item_is_new(R"({"k": [["a"], "a")"));  // the inner array is another one
   EXPECT_TRUE(string_item_is_new(R"(, "a")"));             // no '[' in reach: cannot tell
   EXPECT_FALSE(string_item_is_new(R"("a", "a")"));          // ... unless a duplicate is seen
