@@ -313,22 +313,27 @@ def main():
     ap.add_argument("--batch", type=int, default=16, help="rows of memra's decode-step simulation (0: none)")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--limit", type=int, default=0, help="only the first N schemas (a smoke run)")
-    ap.add_argument("--reuse", default="", help="take the results of engines not in --engines from this earlier .jsonl "
-                    "(same corpus and walks: the peers need not be rerun when only memra changed)")
+    ap.add_argument("--reuse", default="", help="take the results of engines not in --engines from these earlier .jsonl "
+                    "files, comma-separated (same corpus and walks: the peers need not be rerun when only memra changed; "
+                    "--engines '' only merges)")
     args = ap.parse_args()
 
     corpus = grammar_corpus.corpus()
     if args.limit:
         corpus = corpus[:args.limit]
+    engines = [e for e in args.engines.split(",") if e]
     print(f"corpus: {len(corpus)} schemas; tokenizing with {args.memra}", file=sys.stderr)
     for c in corpus:
+        if not engines:  # only merging earlier results: the token counts come from them
+            c["tokens"] = []
+            continue
         r = subprocess.run([args.memra, "tokenize", "-m", args.vocab, "--text", c["text"], "--no-special"],
                            check=True, capture_output=True, text=True)
         c["tokens"] = json.loads(r.stdout)["ids"]
     vocab, special, ends = load_vocab(args.vocab)
     scores = closing_scores(vocab)
     results, summaries, batch_result = {}, [], None
-    for name in args.engines.split(","):
+    for name in engines:
         print(f"running {name} ...", file=sys.stderr)
         t0 = time.time()
         if name == "memra":
@@ -343,15 +348,20 @@ def main():
         summaries.append(s)
         print(f"  {name}: done in {time.time() - t0:.0f} s: {json.dumps(s)}", file=sys.stderr)
 
-    if args.reuse:
-        with open(args.reuse) as f:
+    for path in filter(None, args.reuse.split(",")):
+        with open(path) as f:
             for line in f:
                 r = json.loads(line)
-                if "engine" in r and "id" in r and r["engine"] not in args.engines.split(","):
+                if r.get("engine") in engines:
+                    continue
+                if "id" in r:
                     results.setdefault(r.pop("engine"), []).append(r)
-        for name in results:
-            if name not in args.engines.split(","):
-                summaries.append(summarize(name, results[name], corpus))
+                elif "batch_steps" in r:
+                    batch_result = r["batch_steps"]
+    for name in results:
+        if name not in engines:
+            summaries.append(summarize(name, results[name], corpus))
+    n_masks = sum(len(c["tokens"]) + 1 for c in corpus) if engines else max(s["masks"] for s in summaries)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"{stamp}-grammar.jsonl"), "w") as f:
@@ -369,7 +379,7 @@ def main():
                                     "walks": walks}) + "\n")
     lines = [f"# Grammar engines, {stamp}", "",
              f"Corpus: {len(corpus)} JSON schemas (bench/grammar_corpus.py), Qwen3 vocabulary ({len(vocab)} ids), "
-             f"{sum(len(c['tokens']) + 1 for c in corpus)} masks per engine (one per token of a valid text, plus the end). "
+             f"{n_masks} masks per engine (one per token of a valid text, plus the end). "
              "One thread; CPU time (the machine is shared by several engineers: wall time would measure them too). "
              "memra's token-set cache and XGrammar's compiled grammars start cold; memra's cache is shared across the corpus, "
              "as in a server.", "",
