@@ -5,6 +5,13 @@
 // Input (JSONL, one schema per line): {"id", "schema", "tokens": [ids of the text]}.
 // Output (JSONL): {"id", "ok", "error", "compile_us", "mask_us": [...], "rejected_at", "walks": [...]}.
 // The walk policy is the one grammar_bench.py uses for the other engines.
+// --batch B: then a decode-step simulation for the GPU target (a constrained B-row step within 10%
+// of an unconstrained one): B rows, each a different corpus schema following its text, every
+// step building all B masks; per step, the CPU time of the slowest row (the step's host latency
+// with a thread per row, as the scheduler builds them) and of all rows (one thread), first with a
+// cold token-set cache (a fresh vocabulary: a server's first requests of new schemas), then warm.
+// One more output line: {"batch": B, "cold": {...}, "warm": {...}, "mask_bytes": upload per step}.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -74,24 +81,55 @@ json random_walk(const std::shared_ptr<const g::CompiledGrammar>& cg, const std:
   return json{{"text", text}, {"ended", ended}};
 }
 
+// Per step of B rows stepping through their texts together: CPU time of the slowest row's mask
+// and of all rows' masks.
+json batch_steps(const std::vector<std::pair<std::shared_ptr<const g::CompiledGrammar>, std::vector<int32_t>>>& rows,
+                 const std::shared_ptr<const g::TokenVocab>& vocab) {
+  std::vector<std::unique_ptr<g::Matcher>> ms;
+  for (const auto& r : rows) ms.push_back(std::make_unique<g::Matcher>(r.first, vocab));
+  std::vector<uint32_t> mask(vocab->mask_words());
+  json max_us = json::array(), sum_us = json::array();
+  for (size_t t = 0;; ++t) {
+    double worst = 0, total = 0;
+    bool any = false;
+    for (size_t b = 0; b < rows.size(); ++b) {
+      const auto& tokens = rows[b].second;
+      if (t > tokens.size()) continue;
+      any = true;
+      const double c0 = cpu_us();
+      ms[b]->fill_mask(mask);
+      const double dt = cpu_us() - c0;
+      worst = std::max(worst, dt);
+      total += dt;
+      ms[b]->accept_token(t < tokens.size() ? tokens[t] : vocab->end_ids()[0]);
+    }
+    if (!any) break;
+    max_us.push_back(worst);
+    sum_us.push_back(total);
+  }
+  return json{{"step_max_us", max_us}, {"step_sum_us", sum_us}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string vocab_path, corpus_path, out_path;
   int walks = 2;
+  int batch = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--vocab") vocab_path = argv[i + 1];
     else if (k == "--corpus") corpus_path = argv[i + 1];
     else if (k == "--out") out_path = argv[i + 1];
     else if (k == "--walks") walks = std::stoi(argv[i + 1]);
+    else if (k == "--batch") batch = std::stoi(argv[i + 1]);
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
     }
   }
   if (vocab_path.empty() || corpus_path.empty() || out_path.empty()) {
-    std::cerr << "usage: memra_grammar_bench --vocab V.gguf --corpus C.jsonl --out R.jsonl [--walks N]\n";
+    std::cerr << "usage: memra_grammar_bench --vocab V.gguf --corpus C.jsonl --out R.jsonl [--walks N] [--batch B]\n";
     return 2;
   }
   try {
@@ -106,6 +144,7 @@ int main(int argc, char** argv) {
     std::string line;
     std::vector<uint32_t> mask(vocab->mask_words());
     int n = 0;
+    std::vector<std::pair<std::shared_ptr<const g::CompiledGrammar>, std::vector<int32_t>>> batch_rows;
     while (std::getline(in, line)) {
       const json c = json::parse(line);
       json r{{"id", c["id"]}};
@@ -119,6 +158,8 @@ int main(int argc, char** argv) {
         r["ok"] = false;
         r["error"] = e.what();
       }
+      if (cg && static_cast<int>(batch_rows.size()) < batch)
+        batch_rows.emplace_back(cg, c["tokens"].get<std::vector<int32_t>>());
       if (cg) {
         g::Matcher m(cg, vocab);
         json times = json::array();
@@ -145,6 +186,13 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "%d schemas; token-set cache: %zu entries, %.1f MiB\n", n, vocab->cache_entries(),
                  static_cast<double>(vocab->cache_bytes()) / (1 << 20));
+    if (!batch_rows.empty()) {
+      std::shared_ptr<const g::TokenVocab> fresh = g::TokenVocab::from_tokenizer(*tok);
+      json r{{"batch", batch_rows.size()}, {"mask_bytes", batch_rows.size() * vocab->mask_words() * 4}};
+      r["cold"] = batch_steps(batch_rows, fresh);
+      r["warm"] = batch_steps(batch_rows, fresh);
+      out << r.dump() << "\n";
+    }
   } catch (const std::exception& e) {
     std::cerr << "memra_grammar_bench: " << e.what() << "\n";
     return 1;

@@ -233,15 +233,17 @@ def run_llguidance(corpus, vocab, special, ends, walks, scores):
     return out
 
 
-def run_memra(binary, vocab_path, corpus, walks):
+def run_memra(binary, vocab_path, corpus, walks, batch):
     with tempfile.TemporaryDirectory() as d:
         cp, rp = os.path.join(d, "corpus.jsonl"), os.path.join(d, "out.jsonl")
         with open(cp, "w") as f:
             for c in corpus:
                 f.write(json.dumps({"id": c["id"], "schema": c["schema"], "tokens": c["tokens"]}) + "\n")
-        subprocess.run([binary, "--vocab", vocab_path, "--corpus", cp, "--out", rp, "--walks", str(walks)], check=True)
+        subprocess.run([binary, "--vocab", vocab_path, "--corpus", cp, "--out", rp, "--walks", str(walks),
+                        "--batch", str(batch)], check=True)
         with open(rp) as f:
-            return [json.loads(line) for line in f]
+            lines = [json.loads(line) for line in f]
+        return [r for r in lines if "batch" not in r], next((r for r in lines if "batch" in r), None)
 
 
 def summarize(name, results, corpus):
@@ -252,6 +254,11 @@ def summarize(name, results, corpus):
     masks = [t for r in ok for t in r["mask_us"]]
     passed = sum(1 for r in ok if r["rejected_at"] == -1)
     n_walks = ended = valid = 0
+    invalid_why, refusals = {}, {}
+    for r in results:
+        if not r["ok"]:
+            why = refusal_reason(r.get("error", ""))
+            refusals[why] = refusals.get(why, 0) + 1
     for r in ok:
         v = jsonschema.Draft202012Validator(schemas[r["id"]], format_checker=jsonschema.FormatChecker())
         for w in r["walks"]:
@@ -259,10 +266,21 @@ def summarize(name, results, corpus):
             if not w["ended"]:
                 continue
             ended += 1
+            if "text" not in w:  # reused from an earlier run's .jsonl: validated then
+                valid += w["valid"]
+                if w.get("why"):
+                    invalid_why[w["why"]] = invalid_why.get(w["why"], 0) + 1
+                continue
             try:
-                w["valid"] = not list(v.iter_errors(json.loads(w["text"])))
+                errors = list(v.iter_errors(json.loads(w["text"])))
+                w["valid"] = not errors
+                for e in errors[:1]:
+                    w["why"] = e.validator
+                    invalid_why[e.validator] = invalid_why.get(e.validator, 0) + 1
             except (ValueError, RecursionError):
                 w["valid"] = False
+                w["why"] = "not JSON"
+                invalid_why["not JSON"] = invalid_why.get("not JSON", 0) + 1
             valid += w["valid"]
     return {
         "engine": name, "schemas": len(results), "compiled": len(ok), "compiled_frac": len(ok) / len(results),
@@ -270,8 +288,19 @@ def summarize(name, results, corpus):
         "mask_us_p50": percentile(masks, 50), "mask_us_p99": percentile(masks, 99),
         "mask_us_mean": statistics.fmean(masks) if masks else float("nan"), "masks": len(masks),
         "text_accepted": passed, "walks": n_walks, "walks_ended": ended, "walks_valid": valid,
-        "valid_frac_of_corpus": valid / max(1, len(results) * (n_walks / max(1, len(ok)))),
+        # Walks per schema are the same for every engine: the valid outputs over all attempts the
+        # corpus asks for (a schema an engine refused counts as that many outputs not produced).
+        "walks_per_schema": n_walks // max(1, len(ok)),
+        "valid_frac_of_corpus": valid / max(1, len(results) * (n_walks // max(1, len(ok)))),
+        "invalid_by_keyword": invalid_why, "refusals": refusals,
     }
+
+
+def refusal_reason(error):
+    """The keyword a refusal names (memra: 'unsupported keyword 'X''), else the message's start."""
+    import re
+    m = re.search(r"keyword '([^']+)'", error) or re.search(r"[Uu]nsupported[^:]*: *'?([A-Za-z$]+)", error)
+    return m.group(1) if m else error[:80]
 
 
 def main():
@@ -280,27 +309,35 @@ def main():
     ap.add_argument("--memra", default="build/memra")
     ap.add_argument("--vocab", default="../shared/fixtures/qwen3-vocab.gguf")
     ap.add_argument("--engines", default="memra,xgrammar,llguidance")
-    ap.add_argument("--walks", type=int, default=2)
+    ap.add_argument("--walks", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=16, help="rows of memra's decode-step simulation (0: none)")
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--limit", type=int, default=0, help="only the first N schemas (a smoke run)")
+    ap.add_argument("--reuse", default="", help="take the results of engines not in --engines from these earlier .jsonl "
+                    "files, comma-separated (same corpus and walks: the peers need not be rerun when only memra changed; "
+                    "--engines '' only merges)")
     args = ap.parse_args()
 
     corpus = grammar_corpus.corpus()
     if args.limit:
         corpus = corpus[:args.limit]
+    engines = [e for e in args.engines.split(",") if e]
     print(f"corpus: {len(corpus)} schemas; tokenizing with {args.memra}", file=sys.stderr)
     for c in corpus:
+        if not engines:  # only merging earlier results: the token counts come from them
+            c["tokens"] = []
+            continue
         r = subprocess.run([args.memra, "tokenize", "-m", args.vocab, "--text", c["text"], "--no-special"],
                            check=True, capture_output=True, text=True)
         c["tokens"] = json.loads(r.stdout)["ids"]
     vocab, special, ends = load_vocab(args.vocab)
     scores = closing_scores(vocab)
-    results, summaries = {}, []
-    for name in args.engines.split(","):
+    results, summaries, batch_result = {}, [], None
+    for name in engines:
         print(f"running {name} ...", file=sys.stderr)
         t0 = time.time()
         if name == "memra":
-            results[name] = run_memra(args.bin, args.vocab, corpus, args.walks)
+            results[name], batch_result = run_memra(args.bin, args.vocab, corpus, args.walks, args.batch)
         elif name == "xgrammar":
             results[name] = run_xgrammar(corpus, vocab, ends, args.walks, scores)
         elif name == "llguidance":
@@ -311,31 +348,65 @@ def main():
         summaries.append(s)
         print(f"  {name}: done in {time.time() - t0:.0f} s: {json.dumps(s)}", file=sys.stderr)
 
+    for path in filter(None, args.reuse.split(",")):
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("engine") in engines:
+                    continue
+                if "id" in r:
+                    results.setdefault(r.pop("engine"), []).append(r)
+                elif "batch_steps" in r:
+                    batch_result = r["batch_steps"]
+    for name in results:
+        if name not in engines:
+            summaries.append(summarize(name, results[name], corpus))
+    n_masks = sum(len(c["tokens"]) + 1 for c in corpus) if engines else max(s["masks"] for s in summaries)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"{stamp}-grammar.jsonl"), "w") as f:
         for s in summaries:
             f.write(json.dumps({"summary": s}) + "\n")
+        if batch_result:
+            f.write(json.dumps({"engine": "memra", "batch_steps": batch_result}) + "\n")
         for name, rs in results.items():
             for r in rs:
                 # Walk texts left out (they are long); whether each ended and validated stays.
-                walks = [{"ended": w["ended"], "valid": w.get("valid", False), "bytes": len(w["text"])}
+                walks = [{"ended": w["ended"], "valid": w.get("valid", False), "why": w.get("why"),
+                          "bytes": len(w.get("text", "")) or w.get("bytes", 0)}
                          for w in r.get("walks") or []]
                 f.write(json.dumps({"engine": name, **{k: v for k, v in r.items() if k != "walks"},
                                     "walks": walks}) + "\n")
     lines = [f"# Grammar engines, {stamp}", "",
              f"Corpus: {len(corpus)} JSON schemas (bench/grammar_corpus.py), Qwen3 vocabulary ({len(vocab)} ids), "
-             f"{sum(len(c['tokens']) + 1 for c in corpus)} masks per engine (one per token of a valid text, plus the end). "
+             f"{n_masks} masks per engine (one per token of a valid text, plus the end). "
              "One thread; CPU time (the machine is shared by several engineers: wall time would measure them too). "
              "memra's token-set cache and XGrammar's compiled grammars start cold; memra's cache is shared across the corpus, "
              "as in a server.", "",
-             "| engine | compiled | compile p50 (ms) | compile p99 (ms) | mask p50 (us) | mask p99 (us) | mask mean (us) | "
-             "valid text accepted | walks ended | walks valid |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| engine | compiled | outputs valid (of all attempts) | compile p50 (ms) | compile p99 (ms) | mask p50 (us) | "
+             "mask p99 (us) | mask mean (us) | valid text accepted | walks ended | walks valid |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in summaries:
-        lines.append(f"| {s['engine']} | {s['compiled']}/{s['schemas']} | {s['compile_ms_p50']:.2f} | {s['compile_ms_p99']:.2f} | "
+        attempts = s['schemas'] * s['walks_per_schema']
+        lines.append(f"| {s['engine']} | {s['compiled']}/{s['schemas']} ({100 * s['compiled_frac']:.1f}%) | "
+                     f"{s['walks_valid']}/{attempts} ({100 * s['valid_frac_of_corpus']:.1f}%) | "
+                     f"{s['compile_ms_p50']:.2f} | {s['compile_ms_p99']:.2f} | "
                      f"{s['mask_us_p50']:.1f} | {s['mask_us_p99']:.1f} | {s['mask_us_mean']:.1f} | "
                      f"{s['text_accepted']}/{s['compiled']} | {s['walks_ended']}/{s['walks']} | {s['walks_valid']}/{s['walks_ended']} |")
+    lines += ["", "Refusals (schemas not compiled, by the keyword named) and invalid outputs (by the first failing keyword):", ""]
+    for s in summaries:
+        lines.append(f"- {s['engine']}: refused {json.dumps(s['refusals']) if s['refusals'] else 'none'}; "
+                     f"invalid {json.dumps(s['invalid_by_keyword']) if s['invalid_by_keyword'] else 'none'}")
+    if batch_result:
+        cold, warm = batch_result["cold"], batch_result["warm"]
+        lines += ["", f"memra decode-step simulation: B = {batch_result['batch']} rows (different schemas), each following its "
+                  f"corpus text; {len(warm['step_max_us'])} steps; mask upload {batch_result['mask_bytes'] / 1024:.0f} KiB per step.", "",
+                  "| token-set cache | slowest row p50 (us) | slowest row p99 (us) | slowest row mean (us) | all rows p50 (us) | all rows mean (us) |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for name, b in (("cold", cold), ("warm", warm)):
+            mx, sm = b["step_max_us"], b["step_sum_us"]
+            lines.append(f"| {name} | {percentile(mx, 50):.1f} | {percentile(mx, 99):.1f} | {statistics.fmean(mx):.1f} | "
+                         f"{percentile(sm, 50):.1f} | {statistics.fmean(sm):.1f} |")
     md = os.path.join(args.out, f"{stamp}-grammar.md")
     with open(md, "w") as f:
         f.write("\n".join(lines) + "\n")

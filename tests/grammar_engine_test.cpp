@@ -278,7 +278,7 @@ TEST(GrammarJsonSchema, UnsupportedKeywordsAreNamed) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(err(R"({"type":"object","properties":{"x":{"not":{"type":"string"}}}})").find("'not' at #/properties/x"),
+  EXPECT_NE(err(R"({"type":"object","properties":{"x":{"not":{"pattern":"^a"}}}})").find("'not' at #/properties/x"),
             std::string::npos);
   EXPECT_NE(err(R"({"type":"array","uniqueItems":true})").find("'uniqueItems'"), std::string::npos);
   EXPECT_NE(err(R"({"type":"number","multipleOf":3})").find("'multipleOf'"), std::string::npos);

@@ -116,5 +116,38 @@ TEST(GrammarHostile, SizeLimits) {
             std::string::npos);
 }
 
+TEST(GrammarHostile, ExclusionsAndUniqueArrays) {
+  // A huge 'not enum': refused before its complement is built.
+  ojson values = ojson::array();
+  for (int i = 0; i < 200000; ++i) values.push_back("excluded-value-" + std::to_string(i));
+  EXPECT_NE(error_of([&] { return json_schema_grammar({{"type", "string"}, {"not", {{"enum", values}}}}); }).find("too large"),
+            std::string::npos);
+  // A very long excluded string: refused, no deep recursion.
+  EXPECT_NE(error_of([] { return json_schema_grammar({{"type", "string"}, {"not", {{"const", std::string(5000, 'x')}}}}); })
+                .find("longer than"),
+            std::string::npos);
+  // Nested anyOf inside 'not': the nesting limit.
+  ojson n = {{"const", "a"}};
+  for (int i = 0; i < 400; ++i) n = {{"anyOf", ojson::array({n})}};
+  EXPECT_NE(error_of([&] { return json_schema_grammar({{"type", "string"}, {"not", n}}); }).find("nesting"),
+            std::string::npos);
+  // Unique arrays nested deeply: compiled within the limits, or refused for nesting.
+  ojson deep = {{"type", "array"}, {"items", {{"type", "string"}}}, {"uniqueItems", true}};
+  for (int i = 0; i < 100; ++i) deep = {{"type", "array"}, {"items", deep}};
+  EXPECT_EQ(error_of([&] { return json_schema_grammar(deep); }), "compiled");
+  // A long unique array: each completed item is compared with all earlier ones (linear in the
+  // text per item), and masks there recheck only the few tokens that could complete an item.
+  Matcher m(CompiledGrammar::compile(json_schema_grammar(ojson::parse(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})"))),
+            test::small_vocab());
+  ASSERT_TRUE(m.accept_bytes("["));
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(m.accept_bytes((i ? ",\"" : "\"") + std::to_string(i) + "\""));
+  EXPECT_FALSE(m.accept_bytes(",\"1999\""));
+  ASSERT_TRUE(m.accept_bytes(",\"19"));
+  std::vector<uint32_t> mask(m.vocab().mask_words());
+  EXPECT_GT(m.fill_mask(mask), 0u);
+  EXPECT_FALSE(m.accept_bytes("9\""));  // "199" again
+  EXPECT_TRUE(m.accept_bytes("a\"]"));
+}
+
 }  // namespace
 }  // namespace memra::grammar

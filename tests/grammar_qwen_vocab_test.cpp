@@ -78,6 +78,15 @@ TEST_F(GrammarQwenVocab, SchemaTextsAllowedAndMasksExact) {
   follow(any_json_grammar(), R"({"k": [1, 2.5, {"x": "y"}, true, null], "emoji": "😀"})", 6);
 }
 
+TEST_F(GrammarQwenVocab, UniqueItemsAndNotMasksExact) {
+  // Items that are prefixes of earlier ones, a tag spelled with an escape, and tokens such as
+  // '","' that close one item and open the next: every mask equals the exact check.
+  const ojson schema = ojson::parse(R"({"type": "object", "properties": {
+    "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+    "label": {"type": "string", "not": {"enum": ["", "none"]}}}, "required": ["tags", "label"]})");
+  follow(json_schema_grammar(schema), R"({"tags": ["alpha", "alp", "al", "\u0061l2", "a","b"], "label": "non"})", 1);
+}
+
 TEST_F(GrammarQwenVocab, ToolCallsUseTheAddedTokens) {
   const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters":
     {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}])");

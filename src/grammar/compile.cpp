@@ -192,7 +192,7 @@ class Compiler {
     for (int32_t r : topo_) {  // callees first: their costs are known
       const auto ru = static_cast<size_t>(r);
       cost_[ru] = expr_cost(g_.rule_body(r), 0);
-      inlined_[ru] = !recursive_[ru] && !g_.rule_keep(r) && r != g_.root() && cost_[ru] <= kInlineCost;
+      inlined_[ru] = !recursive_[ru] && !g_.rule_keep(r) && !g_.rule_unique(r) && r != g_.root() && cost_[ru] <= kInlineCost;
     }
     // Compiled rules: the root first, then every reachable rule that is not inlined.
     compiled_order_.push_back(g_.root());
@@ -203,6 +203,11 @@ class Compiler {
       compiled_index_[static_cast<size_t>(compiled_order_[i])] = static_cast<int32_t>(i);
     out_->rule_start_.assign(compiled_order_.size(), 0);
     for (int32_t r : compiled_order_) out_->rule_names_.push_back(g_.rule_name(r));
+    for (size_t i = 0; i < compiled_order_.size(); ++i) {
+      if (!g_.rule_unique(compiled_order_[i])) continue;
+      out_->rule_unique_.resize(compiled_order_.size(), 0);
+      out_->rule_unique_[i] = 1;
+    }
     out_->root_rule_ = 0;
   }
 
@@ -486,7 +491,8 @@ class Compiler {
     for (const DfaState& st : S) ++count[st.rule];
     std::vector<uint64_t> shape(nr, 0), own(nr, 0);
     for (uint32_t r = 0; r < nr; ++r) {
-      uint64_t h = mix(0x5151, count[r]);
+      // The uniqueness check changes what a walk through the rule accepts: part of its key.
+      uint64_t h = mix(0x5151, count[r] + (out_->rule_unique(r) ? (uint64_t{1} << 40) : 0));
       for (uint32_t s = first[r]; s < first[r] + count[r]; ++s) {
         const DfaState& st = S[s];
         h = mix(h, st.accepting);

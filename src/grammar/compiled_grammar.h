@@ -76,6 +76,9 @@ class CompiledGrammar {
   size_t n_rules() const { return rule_start_.size(); }
   const std::string& rule_name(uint32_t rule) const { return rule_names_[rule]; }
   size_t memory_bytes() const;
+  // Rules whose callees are items of a JSON array that must be distinct (Grammar::set_unique).
+  bool rule_unique(uint32_t rule) const { return !rule_unique_.empty() && rule_unique_[rule]; }
+  bool has_unique() const { return !rule_unique_.empty(); }
 
  private:
   friend class Compiler;
@@ -85,6 +88,7 @@ class CompiledGrammar {
   std::vector<uint32_t> dense_;
   std::vector<uint32_t> rule_start_;     // by compiled rule index
   std::vector<std::string> rule_names_;
+  std::vector<uint8_t> rule_unique_;     // by compiled rule index; empty when no rule is unique
   std::vector<uint64_t> state_key_, short_key_;
   uint32_t root_rule_ = 0;
 };

@@ -100,6 +100,11 @@ class Grammar {
   int32_t add_rule(std::string name, bool keep = false);
   int32_t find_rule(std::string_view name) const;  // -1 if none
   void define(int32_t rule, int32_t body);
+  // Marks a rule as a JSON array whose items must be distinct (uniqueItems): every rule it calls
+  // is one item, a JSON string. The matcher checks each completed item against the earlier ones
+  // (stacks.h); such a rule is never inlined.
+  void set_unique(int32_t rule) { rules_[static_cast<size_t>(rule)].unique = true; }
+  bool rule_unique(int32_t r) const { return rules_[static_cast<size_t>(r)].unique; }
   void set_root(int32_t rule) { root_ = rule; }
 
   int32_t root() const { return root_; }
@@ -116,6 +121,7 @@ class Grammar {
     std::string name;
     int32_t body = -1;
     bool keep = false;
+    bool unique = false;
   };
   int32_t push(Expr e);
   Limits limits_;

@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "grammar/json_exclude.h"
 #include "grammar/json_numbers.h"
 #include "grammar/regex.h"
 #include "grammar/text_parse.h"
@@ -21,9 +22,9 @@ const std::set<std::string, std::less<>> kSupported = {
     "type", "properties", "required", "additionalProperties", "enum", "const", "items", "prefixItems", "minItems",
     "maxItems", "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "minLength", "maxLength", "pattern",
     "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable", "minProperties",
-    "maxProperties", "uniqueItems", "unevaluatedProperties", "additionalItems"};
+    "maxProperties", "uniqueItems", "unevaluatedProperties", "additionalItems", "not"};
 const std::set<std::string, std::less<>> kRefused = {
-    "not", "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired",
+    "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired",
     "dependentSchemas", "dependencies", "contains", "minContains", "maxContains", "unevaluatedItems",
     "$dynamicRef", "$recursiveRef"};
 
@@ -70,6 +71,7 @@ class JsonSchemaCompiler {
       rest.erase("nullable");
       return g_.alt({value(rest, path, depth + 1), g_.literal("null")});
     }
+    if (schema.contains("not")) return value_excluding(schema, path, depth);
     if (schema.contains("const")) return g_.literal(schema["const"].dump());
     if (schema.contains("enum")) {
       const ojson& e = schema["enum"];
@@ -80,30 +82,8 @@ class JsonSchemaCompiler {
         if (seen.insert(v.dump()).second) alts.push_back(g_.literal(v.dump()));
       return g_.alt(std::move(alts));
     }
-    std::vector<std::string> types;
-    if (schema.contains("type")) {
-      const ojson& t = schema["type"];
-      if (t.is_string()) types.push_back(t.get<std::string>());
-      else if (t.is_array())
-        for (const auto& x : t) {
-          if (!x.is_string()) grammar_fail("json_schema: 'type' at {} must hold strings", path);
-          types.push_back(x.get<std::string>());
-        }
-      else grammar_fail("json_schema: 'type' at {} must be a string or an array of strings", path);
-      if (types.empty()) grammar_fail("json_schema: 'type' at {} is an empty list", path);
-    } else {
-      // Infer from the keywords present; none: any value.
-      if (schema.contains("properties") || schema.contains("required") || schema.contains("additionalProperties"))
-        types.push_back("object");
-      else if (schema.contains("items") || schema.contains("prefixItems") || schema.contains("minItems") || schema.contains("maxItems"))
-        types.push_back("array");
-      else if (schema.contains("pattern") || schema.contains("format") || schema.contains("minLength") || schema.contains("maxLength"))
-        types.push_back("string");
-      else if (schema.contains("minimum") || schema.contains("maximum") || schema.contains("exclusiveMinimum") || schema.contains("exclusiveMaximum") || schema.contains("multipleOf"))
-        types.push_back("number");
-      else
-        return g_.ref(any_value_rule());
-    }
+    const std::vector<std::string> types = types_of(schema, path);
+    if (types.empty()) return g_.ref(any_value_rule());
     std::vector<int32_t> alts;
     for (const std::string& t : types) {
       if (t == "string") alts.push_back(string_value(schema, path));
@@ -116,6 +96,177 @@ class JsonSchemaCompiler {
       else grammar_fail("json_schema: unknown type '{}' at {}", t, path);
     }
     return g_.alt(std::move(alts));
+  }
+
+  // The types the schema allows, from 'type' or inferred from its keywords; empty: any value.
+  static std::vector<std::string> types_of(const ojson& schema, const std::string& path) {
+    std::vector<std::string> types;
+    if (schema.contains("type")) {
+      const ojson& t = schema["type"];
+      if (t.is_string()) types.push_back(t.get<std::string>());
+      else if (t.is_array())
+        for (const auto& x : t) {
+          if (!x.is_string()) grammar_fail("json_schema: 'type' at {} must hold strings", path);
+          types.push_back(x.get<std::string>());
+        }
+      else grammar_fail("json_schema: 'type' at {} must be a string or an array of strings", path);
+      if (types.empty()) grammar_fail("json_schema: 'type' at {} is an empty list", path);
+      return types;
+    }
+    if (schema.contains("properties") || schema.contains("required") || schema.contains("additionalProperties"))
+      types.push_back("object");
+    else if (schema.contains("items") || schema.contains("prefixItems") || schema.contains("minItems") || schema.contains("maxItems"))
+      types.push_back("array");
+    else if (schema.contains("pattern") || schema.contains("format") || schema.contains("minLength") || schema.contains("maxLength"))
+      types.push_back("string");
+    else if (schema.contains("minimum") || schema.contains("maximum") || schema.contains("exclusiveMinimum") || schema.contains("exclusiveMaximum") || schema.contains("multipleOf"))
+      types.push_back("number");
+    return types;
+  }
+
+  // What a 'not' excludes: whole types, and single values (const / enum).
+  struct Exclusion {
+    std::set<std::string> types;
+    std::vector<ojson> values;
+  };
+
+  // Collects the exclusions of `n` (the schema under 'not'). Supported: type, const, enum (with or
+  // without a type that filters them) and anyOf of those; anything else has no exact grammar in
+  // general (the complement of a pattern, of an object shape, ...) and is refused.
+  void collect_not(const ojson& n_in, const std::string& path, Exclusion& ex, int depth) const {
+    if (depth > g_.limits().max_nesting) grammar_fail("json_schema: nesting deeper than {} levels at {}", g_.limits().max_nesting, path);
+    if (n_in.is_boolean()) {
+      if (n_in.get<bool>()) grammar_fail("json_schema: 'not: true' at {} matches nothing", path);
+      return;
+    }
+    if (!n_in.is_object()) grammar_fail("json_schema: 'not' at {} must hold a schema", path);
+    const ojson n = resolve(n_in, path);
+    std::vector<std::string> types;
+    bool has_values = false;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string& k = it.key();
+      if (kAnnotations.count(k) || k == "$defs" || k == "definitions") continue;
+      if (k == "type") {
+        types = types_of(n, path);
+      } else if (k == "const" || k == "enum") {
+        has_values = true;
+      } else if (k == "anyOf") {
+        if (!it.value().is_array()) grammar_fail("json_schema: 'anyOf' at {} must be an array", path);
+        if (n.size() > 1 && has_constraints_besides(n, "anyOf"))
+          grammar_fail("json_schema: unsupported keyword 'not' at {} (anyOf with siblings inside 'not')", path);
+        for (size_t i = 0; i < it.value().size(); ++i)
+          collect_not(it.value()[i], child_path(child_path(path, "anyOf"), std::to_string(i)), ex, depth + 1);
+        return;
+      } else {
+        grammar_fail("json_schema: unsupported keyword 'not' at {} (only 'not' of type, const, enum and anyOf of "
+                     "them is supported; '{}' inside 'not' has no exact grammar)", path, k);
+      }
+    }
+    auto of_types = [&](const ojson& v) {
+      if (types.empty()) return true;
+      for (const std::string& t : types) {
+        if ((t == "string" && v.is_string()) || (t == "boolean" && v.is_boolean()) || (t == "null" && v.is_null()) ||
+            (t == "object" && v.is_object()) || (t == "array" && v.is_array()) || (t == "number" && v.is_number()) ||
+            (t == "integer" && v.is_number() && std::floor(v.get<double>()) == v.get<double>()))
+          return true;
+      }
+      return false;
+    };
+    if (has_values) {
+      if (n.contains("const") && of_types(n["const"])) ex.values.push_back(n["const"]);
+      if (n.contains("enum")) {
+        if (!n["enum"].is_array()) grammar_fail("json_schema: 'enum' at {} must be an array", path);
+        for (const auto& v : n["enum"])
+          if (of_types(v)) ex.values.push_back(v);
+      }
+      return;
+    }
+    for (const std::string& t : types) ex.types.insert(t);
+  }
+
+  // A schema with 'not': its types minus the excluded ones, each minus the excluded values.
+  int32_t value_excluding(const ojson& schema, const std::string& path, int depth) {
+    Exclusion ex;
+    collect_not(schema["not"], child_path(path, "not"), ex, depth + 1);
+    ojson rest = schema;
+    rest.erase("not");
+    auto excluded = [&](const ojson& v) {
+      for (const ojson& x : ex.values)
+        if (x == v) return true;
+      if (ex.types.count("number") && v.is_number()) return true;
+      if (ex.types.count("integer") && v.is_number() && std::floor(v.get<double>()) == v.get<double>()) return true;
+      return (ex.types.count("string") && v.is_string()) || (ex.types.count("boolean") && v.is_boolean()) ||
+             (ex.types.count("null") && v.is_null()) || (ex.types.count("object") && v.is_object()) ||
+             (ex.types.count("array") && v.is_array());
+    };
+    if (rest.contains("const")) {
+      if (excluded(rest["const"])) grammar_fail("json_schema: 'not' at {} excludes the only value ('const')", path);
+      return value(rest, path, depth + 1);
+    }
+    if (rest.contains("enum")) {
+      if (!rest["enum"].is_array()) grammar_fail("json_schema: 'enum' at {} must be a non-empty array", path);
+      ojson kept = ojson::array();
+      for (const auto& v : rest["enum"])
+        if (!excluded(v)) kept.push_back(v);
+      if (kept.empty()) grammar_fail("json_schema: 'not' at {} excludes every value of 'enum'", path);
+      rest["enum"] = kept;
+      return value(rest, path, depth + 1);
+    }
+    std::vector<std::string> types = types_of(rest, path);
+    const bool any = types.empty();
+    if (any) types = {"object", "array", "string", "number", "boolean", "null"};
+    std::vector<int32_t> alts;
+    for (const std::string& t : types) {
+      if (ex.types.count(t) || (t == "integer" && ex.types.count("number"))) continue;
+      if (t == "number" && ex.types.count("integer"))
+        grammar_fail("json_schema: unsupported keyword 'not' at {} (numbers that are not integers have no exact grammar "
+                     "here; use type 'integer' or exclude 'number')", path);
+      std::vector<std::string> strings;
+      std::vector<int64_t> integers;
+      bool other_numbers = false, bool_true = false, bool_false = false, null = false;
+      for (const ojson& v : ex.values) {
+        if (v.is_string()) strings.push_back(v.get<std::string>());
+        else if (v.is_boolean()) (v.get<bool>() ? bool_true : bool_false) = true;
+        else if (v.is_null()) null = true;
+        else if (v.is_number()) {
+          const double d = v.get<double>();
+          if (std::floor(d) == d && std::abs(d) <= 9e15) integers.push_back(static_cast<int64_t>(d));
+          else other_numbers = true;
+        } else if ((t == "object" && v.is_object()) || (t == "array" && v.is_array())) {
+          grammar_fail("json_schema: unsupported keyword 'not' at {} (excluding a single {} value has no exact grammar)", path, t);
+        }
+      }
+      if (t == "string") {
+        alts.push_back(strings.empty() ? string_value(rest, path) : string_value(rest, path, &strings));
+      } else if (t == "integer" || t == "number") {
+        if (t == "number" && (!integers.empty() || other_numbers))
+          grammar_fail("json_schema: unsupported keyword 'not' at {} (excluding single values from type 'number' has no "
+                       "exact grammar: 1, 1.0 and 10e-1 are one value; use type 'integer')", path);
+        alts.push_back(integers.empty() ? number_value(rest, path, t == "integer") : integer_excluding(rest, path, integers));
+      } else if (t == "boolean") {
+        if (!bool_true) alts.push_back(g_.literal("true"));
+        if (!bool_false) alts.push_back(g_.literal("false"));
+      } else if (t == "null") {
+        if (!null) alts.push_back(g_.literal("null"));
+      } else if (t == "object") {
+        alts.push_back(any ? g_.ref(any_object_rule()) : object_value(rest, path, depth));
+      } else if (t == "array") {
+        alts.push_back(any ? g_.ref(any_array_rule()) : array_value(rest, path, depth));
+      } else {
+        grammar_fail("json_schema: unknown type '{}' at {}", t, path);
+      }
+    }
+    if (alts.empty()) grammar_fail("json_schema: 'not' at {} excludes every value the schema allows", path);
+    return g_.alt(std::move(alts));
+  }
+
+  int32_t integer_excluding(const ojson& s, const std::string& path, const std::vector<int64_t>& excluded) {
+    if (s.contains("multipleOf") && (!s["multipleOf"].is_number() || s["multipleOf"].get<double>() != 1.0))
+      grammar_fail("json_schema: unsupported keyword 'multipleOf' at {} (only multipleOf 1 is supported)", path);
+    const std::optional<int64_t> lo = bound(s, true, true, path), hi = bound(s, false, true, path);
+    const int32_t rule = g_.add_rule(fmt::format("integer {}#{}", path, n_rules_made_++), true);
+    g_.define(rule, integer_range_excluding(g_, lo, hi, excluded));
+    return g_.ref(rule);
   }
 
   int32_t ws() {
@@ -143,18 +294,23 @@ class JsonSchemaCompiler {
     g_.define(any_value_, g_.alt({g_.ref(object), g_.ref(array), g_.ref(string_rule()), g_.ref(number_rule()),
                                   g_.literal("true"), g_.literal("false"), g_.literal("null")}));
     any_object_ = object;
+    any_array_ = array;
     return any_value_;
   }
   int32_t any_object_rule() {
     any_value_rule();
     return any_object_;
   }
+  int32_t any_array_rule() {
+    any_value_rule();
+    return any_array_;
+  }
 
  private:
   Grammar& g_;
   const ojson& doc_;
   std::unordered_map<std::string, int32_t> refs_;
-  int32_t string_ = -1, number_ = -1, integer_ = -1, any_value_ = -1, any_object_ = -1;
+  int32_t string_ = -1, number_ = -1, integer_ = -1, any_value_ = -1, any_object_ = -1, any_array_ = -1;
   int n_rules_made_ = 0;
 
   void check_keywords(const ojson& s, const std::string& path) const {
@@ -162,8 +318,6 @@ class JsonSchemaCompiler {
       const std::string& k = it.key();
       if (kRefused.count(k)) grammar_fail("json_schema: unsupported keyword '{}' at {}", k, path);
     }
-    if (s.contains("uniqueItems") && s["uniqueItems"] == true && !(s.contains("maxItems") && s["maxItems"].is_number_integer() && s["maxItems"].get<int64_t>() <= 1))
-      grammar_fail("json_schema: unsupported keyword 'uniqueItems' (true) at {}", path);
     if (s.contains("additionalItems") && s["additionalItems"] != false)
       grammar_fail("json_schema: unsupported keyword 'additionalItems' at {} (use prefixItems and items)", path);
   }
@@ -308,13 +462,29 @@ class JsonSchemaCompiler {
     return v;
   }
 
-  int32_t string_value(const ojson& s, const std::string& path) {
+  // `excluded`: values a 'not' removes (UTF-8).
+  int32_t string_value(const ojson& s, const std::string& path, const std::vector<std::string>* excluded = nullptr) {
     const bool has_pattern = s.contains("pattern");
     const std::optional<int64_t> min_len = int_of(s, "minLength", path), max_len = int_of(s, "maxLength", path);
     std::string format;
     if (s.contains("format") && s["format"].is_string()) format = s["format"].get<std::string>();
     int32_t content = -1;
-    if (has_pattern) {
+    std::vector<std::string> removed;  // the excluded values the length bounds do not already rule out
+    if (excluded) {
+      for (const std::string& x : *excluded) {
+        int64_t n = 0;
+        for (unsigned char c : x) n += (c & 0xC0) != 0x80;
+        if (n >= min_len.value_or(0) && (!max_len || n <= *max_len)) removed.push_back(x);
+      }
+    }
+    if (!removed.empty()) {
+      if (has_pattern || (!format.empty() && string_format_expr(g_, format) >= 0))
+        grammar_fail("json_schema: unsupported keyword 'not' at {} (excluding values from a string with a 'pattern' or "
+                     "'format' is not supported)", path);
+      if (min_len.value_or(0) > g_.limits().max_repeat || max_len.value_or(0) > g_.limits().max_repeat)
+        grammar_fail("json_schema: minLength/maxLength above {} at {} is not supported", g_.limits().max_repeat, path);
+      content = string_content_excluding(g_, removed, min_len.value_or(0), max_len ? *max_len : -1);
+    } else if (has_pattern) {
       if (!s["pattern"].is_string()) grammar_fail("json_schema: 'pattern' at {} must be a string", path);
       if (min_len || max_len)
         grammar_fail("json_schema: unsupported keyword combination 'pattern' with 'minLength'/'maxLength' at {}", path);
@@ -394,8 +564,8 @@ class JsonSchemaCompiler {
 
   // A value used in several places of the grammar: compiled once, as a rule (inlined again by the
   // compiler when it is small).
-  int32_t shared_value(const ojson& schema, const std::string& path, int depth) {
-    const int32_t rule = g_.add_rule(fmt::format("value {}#{}", path, n_rules_made_++));
+  int32_t shared_value(const ojson& schema, const std::string& path, int depth, bool keep = false) {
+    const int32_t rule = g_.add_rule(fmt::format("value {}#{}", path, n_rules_made_++), keep);
     g_.define(rule, value(schema, path, depth + 1));
     return rule;
   }
@@ -506,6 +676,28 @@ class JsonSchemaCompiler {
     return g_.ref(rule);
   }
 
+  // Whether every value the schema allows is a JSON string (uniqueItems is checked for those).
+  bool strings_only(const ojson& s_in, const std::string& path, int depth) const {
+    if (depth > g_.limits().max_nesting || !s_in.is_object()) return false;
+    const ojson s = resolve(s_in, path);
+    if (s.contains("const")) return s["const"].is_string();
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array()) return false;
+      for (const auto& v : s["enum"])
+        if (!v.is_string()) return false;
+      return true;
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key) || !s[key].is_array() || s[key].empty()) continue;
+      if (s.contains("type") && s["type"] == "string") return true;
+      for (const auto& a : s[key])
+        if (!strings_only(a, path, depth + 1)) return false;
+      return true;
+    }
+    if (s.contains("nullable") && s["nullable"] == true) return false;
+    return s.contains("type") && (s["type"] == "string" || s["type"] == ojson::array({"string"}));
+  }
+
   int32_t array_value(const ojson& s, const std::string& path, int depth) {
     const int64_t min_items = int_of(s, "minItems", path).value_or(0);
     const std::optional<int64_t> max_items = int_of(s, "maxItems", path);
@@ -532,12 +724,27 @@ class JsonSchemaCompiler {
     } else if (!prefix.empty()) {
       more_allowed = false;  // narrowed: only the tuple
     }
-    const int32_t rule = g_.add_rule(fmt::format("array {}#{}", path, n_rules_made_++));
+    // uniqueItems: each item is a rule of its own, so that the matcher sees it complete (a return
+    // into the array's rule) and compares it with the earlier ones (unique_items.h).
+    const bool unique = s.contains("uniqueItems") && s["uniqueItems"] == true && (!max_items || *max_items > 1);
+    if (unique) {
+      for (size_t i = 0; i < prefix.size(); ++i)
+        if (!strings_only(*prefix[i], path, 0))
+          grammar_fail("json_schema: unsupported keyword 'uniqueItems' at {} (supported when every item is a string; "
+                       "prefixItems/{} may not be)", path, i);
+      if (more_allowed && !strings_only(*items, path, 0))
+        grammar_fail("json_schema: unsupported keyword 'uniqueItems' at {} (supported when every item is a string, "
+                     "as 'items' with type 'string' or an enum of strings)", path);
+    }
+    const int32_t rule = g_.add_rule(fmt::format("array {}#{}", path, n_rules_made_++), unique);
+    if (unique) g_.set_unique(rule);
     int32_t items_rule = -1;
     auto elem = [&](size_t i) {
-      if (i < prefix.size())
-        return value(*prefix[i], child_path(child_path(path, "prefixItems"), std::to_string(i)), depth + 1);
-      if (items_rule < 0) items_rule = shared_value(*items, child_path(path, "items"), depth);
+      if (i < prefix.size()) {
+        const std::string p = child_path(child_path(path, "prefixItems"), std::to_string(i));
+        return unique ? g_.ref(shared_value(*prefix[i], p, depth, true)) : value(*prefix[i], p, depth + 1);
+      }
+      if (items_rule < 0) items_rule = shared_value(*items, child_path(path, "items"), depth, unique);
       return g_.ref(items_rule);
     };
     auto sep = [&](int32_t e) { return g_.seq({ws(), g_.literal(","), ws(), e}); };

@@ -2,16 +2,20 @@
 //
 // Supported: type (one or a list), properties, required, additionalProperties (false, true or a
 // schema; absent means false, as OpenAI's strict mode and XGrammar's default have it, which
-// only narrows the output), enum, const, items, prefixItems, minItems, maxItems, anyOf, oneOf
-// (as anyOf), allOf (of object schemas: merged), $ref to #, #/$defs/... and #/definitions/...
-// (recursion allowed), minLength / maxLength, pattern (regex.h), format (date, time, date-time,
-// email, uuid, ipv4, uri, hostname; any other format is an annotation), minimum / maximum /
-// exclusiveMinimum / exclusiveMaximum (integers exactly; numbers with integer bounds exactly,
-// otherwise narrowed to the integers inside the bounds), multipleOf 1. Annotations (title, description,
-// default, examples, $schema, $id, $comment, ...) are ignored.
-// Keywords that constrain the value in ways this compiler cannot express (not, if/then/else,
-// uniqueItems, multipleOf other than 1, patternProperties, ...) are refused with a GrammarError naming the
-// keyword and where it is, so a request gets a 400 instead of output that does not validate.
+// only narrows the output), enum, const, items, prefixItems, minItems, maxItems, uniqueItems (when
+// every item is a string: the array's rule is marked and the matcher checks each completed item
+// against the earlier ones, unique_items.h), anyOf, oneOf (as anyOf), allOf (of object schemas:
+// merged), $ref to #, #/$defs/... and #/definitions/... (recursion allowed), minLength /
+// maxLength, pattern (regex.h), format (date, time, date-time, email, uuid, ipv4, uri, hostname;
+// any other format is an annotation), minimum / maximum / exclusiveMinimum / exclusiveMaximum
+// (integers exactly; numbers with integer bounds exactly, otherwise narrowed to the integers
+// inside the bounds), multipleOf 1, not (of type, const, enum and anyOf of them: the complement
+// is regular, json_exclude.h). Annotations (title, description, default, examples, $schema, $id,
+// $comment, ...) are ignored.
+// Keywords that constrain the value in ways this compiler cannot express exactly (not of other
+// schemas, if/then/else, uniqueItems over non-strings, multipleOf other than 1,
+// patternProperties, ...) are refused with a GrammarError naming the keyword and where it is, so
+// a request gets a 400 instead of output that does not validate.
 //
 // Objects are written with properties in schema order; whitespace between tokens is free
 // (JSON's ws), so a model may pretty-print.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "grammar/unique_items.h"
+
 namespace memra::grammar {
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab)
@@ -31,6 +33,10 @@ void Matcher::add_set(const TokenSet& set, bool new_state, uint32_t below, std::
 
 void Matcher::add_escapes(const TokenSet& set, uint32_t below, std::span<uint32_t> mask) {
   if (below == kBottom) return;  // the root rule ended: nothing may follow
+  // The suffixes are shared by tokens with different beginnings: the uniqueItems check sees only
+  // the suffix here (fix_unique_items checks the tokens it could change with the whole text).
+  std::string committed;
+  std::swap(committed, stacks_.ctx);
   const size_t base = stacks_.frames.size();
   std::vector<Top> start;
   uint8_t flags = 0;
@@ -44,6 +50,7 @@ void Matcher::add_escapes(const TokenSet& set, uint32_t below, std::span<uint32_
     }
   }
   stacks_.frames.resize(base);
+  std::swap(committed, stacks_.ctx);
 }
 
 void Matcher::walk_and_mark(const std::vector<Top>& start, const ByteTrie& trie, size_t begin, size_t end,
@@ -81,7 +88,54 @@ size_t Matcher::fill_mask(std::span<uint32_t> mask) {
     add_set(*sets.short_tokens, new_state, tops[i].below, mask);
     add_set(*sets.long_tokens, new_state, tops[i].below, mask);
   }
+  if (grammar_->has_unique()) fix_unique_items(mask);
   return finish_mask(mask);
+}
+
+bool Matcher::in_unique_array() const {
+  for (const Top& t : tops_) {
+    if (grammar_->rule_unique(grammar_->state(t.state).rule)) return true;
+    for (uint32_t f = t.below; f < kEscape; f = stacks_.frames[f].below)
+      if (grammar_->rule_unique(grammar_->state(stacks_.frames[f].state).rule)) return true;
+  }
+  return false;
+}
+
+void Matcher::fix_unique_items(std::span<uint32_t> mask) {
+  if (!in_unique_array()) return;
+  auto is_set = [&](int32_t id) { return (mask[static_cast<uint32_t>(id) / 32] >> (static_cast<uint32_t>(id) % 32)) & 1u; };
+  auto recheck = [&](int32_t id) {
+    if (is_set(id) && !allows(id)) mask[static_cast<uint32_t>(id) / 32] &= ~(1u << (static_cast<uint32_t>(id) % 32));
+  };
+  // A token with two quotes or more may hold a whole item; its suffix walk saw no earlier items.
+  for (int32_t id : vocab_->multi_quote_tokens()) recheck(id);
+  // Inside a string item: the tokens whose first closing quote completes a value equal to an
+  // earlier item (the cached token sets of string states know nothing of the items).
+  std::string_view raw;
+  if (!open_string_item(stacks_.ctx, raw, earlier_)) return;
+  std::string done;  // the item's value so far
+  const bool simple = decode_json_string(raw, done);  // false: raw ends inside an escape
+  if (simple) {
+    bool any = false;
+    for (const std::string& e : earlier_) any = any || e.compare(0, done.size(), done) == 0;
+    if (!any) return;  // no earlier item starts with the value so far: no token can repeat one
+  }
+  std::string value;
+  for (int32_t id : vocab_->quote_tokens()) {
+    if (!is_set(id)) continue;
+    const std::string& b = vocab_->bytes(id);
+    const size_t q = b.find('"');
+    const std::string_view part(b.data(), q);
+    bool repeats = false;
+    if (simple && part.find('\\') == std::string_view::npos) {
+      for (const std::string& e : earlier_)
+        repeats = repeats || (e.size() == done.size() + part.size() && e.compare(0, done.size(), done) == 0 &&
+                              e.compare(done.size(), part.size(), part) == 0);
+    } else {
+      repeats = true;  // escapes near the quote: let the exact check decide
+    }
+    if (repeats) recheck(id);
+  }
 }
 
 size_t Matcher::finish_mask(std::span<uint32_t> mask) const {
@@ -95,17 +149,22 @@ size_t Matcher::finish_mask(std::span<uint32_t> mask) const {
 bool Matcher::run_bytes(std::string_view bytes, bool commit) {
   if (bytes.empty() || finished_) return false;
   const size_t base = stacks_.frames.size();
+  const size_t text = stacks_.ctx.size();
+  const bool keep_text = grammar_->has_unique();
   std::vector<Top> cur = tops_, next;
   uint8_t flags = 0;
   for (char c : bytes) {
+    if (keep_text) stacks_.ctx.push_back(c);
     if (cur.empty() || !stacks_.advance(cur, static_cast<uint8_t>(c), next, flags)) {
       stacks_.frames.resize(base);
+      stacks_.ctx.resize(text);
       return false;
     }
     std::swap(cur, next);
   }
   if (!commit) {
     stacks_.frames.resize(base);
+    stacks_.ctx.resize(text);
     return true;
   }
   tops_ = std::move(cur);

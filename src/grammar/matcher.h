@@ -52,6 +52,10 @@ class Matcher {
                      std::span<uint32_t> mask);
   size_t finish_mask(std::span<uint32_t> mask) const;  // adds the end tokens, counts
   const StateTokenSets& sets_of(uint32_t state);
+  // uniqueItems (unique_items.h): whether a stack is inside such an array, and the exact check
+  // of the tokens that could complete an item there.
+  bool in_unique_array() const;
+  void fix_unique_items(std::span<uint32_t> mask);
   void add_set(const TokenSet& set, bool new_state, uint32_t below, std::span<uint32_t> mask);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
@@ -63,6 +67,7 @@ class Matcher {
   std::unordered_map<uint32_t, StateTokenSets> sets_;  // this matcher's lookups
   std::vector<std::vector<Top>> level_;                                 // scratch of the walks
   std::vector<size_t> mark_;
+  std::vector<std::string> earlier_;  // scratch of fix_unique_items
 };
 
 }  // namespace memra::grammar

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "grammar/unique_items.h"
+
 namespace memra::grammar {
 
 bool Stacks::seen(Top t) {
@@ -32,7 +34,12 @@ void Stacks::expand_rec(Top t, std::vector<Top>& out, uint8_t& flags, uint32_t g
   if (st.accepting) {
     if (t.below == kBottom) flags |= kReachedBottom;
     else if (t.below == kEscape) flags |= kReachedEscape;
-    else expand_rec({frames[t.below].state, frames[t.below].below}, out, flags, guard + 1);
+    else {
+      const Frame f = frames[t.below];
+      // Returning into a uniqueItems array: an item (a string) just completed.
+      if (check_unique_ && g_.rule_unique(g_.state(f.state).rule) && !string_item_is_new(ctx)) return;
+      expand_rec({f.state, f.below}, out, flags, guard + 1);
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "grammar/byte_trie.h"
@@ -39,9 +40,16 @@ class Stacks {
  public:
   // max_depth: deepest nesting of rule calls; a path that would go deeper is dropped (it bounds
   // recursive grammars, e.g. JSON nesting).
-  Stacks(const CompiledGrammar& g, uint32_t max_depth) : g_(g), max_depth_(max_depth) {}
+  Stacks(const CompiledGrammar& g, uint32_t max_depth)
+      : g_(g), max_depth_(max_depth), check_unique_(g.has_unique()) {}
 
   std::vector<Frame> frames;
+  // The text known to precede the stacks' position, ending with the byte just matched: what the
+  // uniqueItems check reads (unique_items.h) when an item of a unique array completes. Kept only
+  // for grammars with such arrays; walk_trie appends its path to it. An item whose array began
+  // before this text is let through here (the matcher checks those tokens with the whole text).
+  std::string ctx;
+  bool check_unique() const { return check_unique_; }
 
   // Adds to `out` the byte-consuming stacks reachable from stack `t` without input; `flags`
   // collects kReachedBottom / kReachedEscape.
@@ -56,6 +64,7 @@ class Stacks {
   bool seen(Top t);
   const CompiledGrammar& g_;
   const uint32_t max_depth_;
+  const bool check_unique_;
   std::vector<Top> visited_;
 };
 
@@ -74,11 +83,17 @@ void walk_trie(Stacks& st, const std::vector<Top>& start, const ByteTrie& trie, 
   level[base_depth] = start;
   mark[base_depth] = base;
   const CompiledGrammar& g = st.grammar();
+  const bool keep_ctx = st.check_unique();
+  const size_t ctx_base = st.ctx.size();
   size_t i = begin;
   while (i < end) {
     const uint32_t d = trie.depth(i);
     const std::vector<Top>& prev = level[d - 1];
     std::vector<Top>& cur = level[d];
+    if (keep_ctx) {
+      st.ctx.resize(ctx_base + (d - 1 - base_depth));
+      st.ctx.push_back(static_cast<char>(trie.byte(i)));
+    }
     if (prev.size() == 1) {  // fast path: one stack moving inside its rule
       const uint32_t t = g.step(prev[0].state, trie.byte(i));
       if (t == kNoState) {
@@ -108,6 +123,7 @@ void walk_trie(Stacks& st, const std::vector<Top>& start, const ByteTrie& trie, 
     }
   }
   st.frames.resize(base);
+  if (keep_ctx) st.ctx.resize(ctx_base);
 }
 
 }  // namespace memra::grammar

@@ -1,5 +1,6 @@
 #include "grammar/token_vocab.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "grammar/token_sets.h"
@@ -15,8 +16,13 @@ TokenVocab::TokenVocab(std::vector<std::string> bytes, std::vector<int32_t> end_
     MEMRA_ASSERT(id >= 0 && static_cast<size_t>(id) < bytes_.size(), "end id {} out of range", id);
     is_end_[static_cast<size_t>(id)] = 1;
   }
-  for (size_t i = 0; i < bytes_.size(); ++i)
-    if (!is_end_[i] && !bytes_[i].empty()) entries.emplace_back(bytes_[i], static_cast<int32_t>(i));
+  for (size_t i = 0; i < bytes_.size(); ++i) {
+    if (is_end_[i] || bytes_[i].empty()) continue;
+    entries.emplace_back(bytes_[i], static_cast<int32_t>(i));
+    const auto quotes = std::count(bytes_[i].begin(), bytes_[i].end(), '"');
+    if (quotes >= 1) quote_tokens_.push_back(static_cast<int32_t>(i));
+    if (quotes >= 2) multi_quote_tokens_.push_back(static_cast<int32_t>(i));
+  }
   std::vector<std::pair<std::string, int32_t>> short_entries, long_entries;
   for (const auto& e : entries) (e.first.size() <= kShortTokenBytes ? short_entries : long_entries).push_back(e);
   trie_ = ByteTrie(std::move(entries));

@@ -41,6 +41,10 @@ class TokenVocab {
   static constexpr uint32_t kShortTokenBytes = 16;
   const ByteTrie& short_trie() const { return short_trie_; }
   const ByteTrie& long_trie() const { return long_trie_; }
+  // Tokens with a '"' byte, and those with two or more: the only tokens that can complete a
+  // string item of a uniqueItems array (matcher.cpp checks them one by one there).
+  const std::vector<int32_t>& quote_tokens() const { return quote_tokens_; }
+  const std::vector<int32_t>& multi_quote_tokens() const { return multi_quote_tokens_; }
 
   // The cached token set of a state key, or null.
   std::shared_ptr<const TokenSet> find(uint64_t key) const;
@@ -54,6 +58,7 @@ class TokenVocab {
   std::vector<char> is_end_;
   std::vector<int32_t> end_ids_;
   ByteTrie trie_, short_trie_, long_trie_;
+  std::vector<int32_t> quote_tokens_, multi_quote_tokens_;
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<uint64_t, std::shared_ptr<const TokenSet>> cache_;
   mutable size_t cache_bytes_ = 0;
