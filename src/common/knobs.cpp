@@ -32,6 +32,10 @@ constexpr Knob kKnobs[] = {
      "f16|q8_0"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
+    {"MEMRA_PREFIX_CACHE_MB", Kind::Int, "4096", 0, int64_t{1} << 30,
+     "prefix reuse pool (MiB of device memory: recurrent-state snapshots + parked KV); 0: no reuse"},
+    {"MEMRA_PREFIX_SPACING", Kind::Int, "0", 0, 1 << 20,
+     "prompt tokens between recurrent-state snapshots, a multiple of the prefill chunk (0: every chunk)"},
 };
 
 }  // namespace

@@ -67,10 +67,17 @@ void Engine::init(const EngineOptions& opts) {
   cache_shape_ = c.cache_shape(backend_->kv_type());
   ctx_ = opts.ctx > 0 ? opts.ctx : std::min(c.n_ctx_train, 32768);
   prefill_chunk_ = opts.prefill_chunk;
+  verbose_ = opts.verbose;
+  if (opts.prefix_cache.budget_mb > 0)
+    prefix_cache_ = std::make_unique<PrefixCache>(*backend_, cache_shape_, prefill_chunk_, opts.prefix_cache);
   if (opts.verbose) {
     std::fprintf(stderr, "memra: %s\nmemra: backend %s, context %d, prefill chunk %d, weights %.1f MB\n",
                  c.summary().c_str(), backend_->name().c_str(), ctx_, prefill_chunk_,
                  model_->total_weight_bytes() / 1e6);
+    if (prefix_cache_)
+      std::fprintf(stderr, "memra: prefix cache %lld MiB, a snapshot every %d tokens (%.2f MiB each)\n",
+                   static_cast<long long>(opts.prefix_cache.budget_mb), prefix_cache_->spacing(),
+                   prefix_cache_->snapshot_bytes() / 1048576.0);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "backend/options.h"
 #include "model/model.h"
+#include "step/prefix_cache.h"
 #include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
@@ -34,6 +35,7 @@ struct EngineOptions {
   bool verbose = false;         // MEMRA_VERBOSE, -v: model and backend details on stderr
   CpuOptions cpu;               // the CPU backend's (MEMRA_THREADS)
   CudaOptions cuda;             // the CUDA backend's (MEMRA_CUDA_*)
+  PrefixCacheOptions prefix_cache;  // MEMRA_PREFIX_CACHE_MB, MEMRA_PREFIX_SPACING
   bool operator==(const EngineOptions&) const = default;
 };
 
@@ -73,7 +75,12 @@ class Engine {
   int32_t ctx() const { return ctx_; }
   int32_t prefill_chunk() const { return prefill_chunk_; }
 
+  bool verbose() const { return verbose_; }
+
   std::unique_ptr<SequenceCache> new_sequence();
+  // The prefix reuse pool (step/prefix_cache.h) in this backend's memory; null when its budget
+  // is 0. Used by one thread, between steps (the scheduler's worker).
+  PrefixCache* prefix_cache() { return prefix_cache_.get(); }
 
   // Feeds `tokens` to `seq` on the chunk grid (step/step_plan.h). If `last_logits` is given it
   // receives the logits after the last token; if `all_logits` is given it receives the logits
@@ -109,6 +116,9 @@ class Engine {
   int32_t prefill_chunk_ = 512;
   StepPlan decode_plan_;  // reused each step (the backend may keep pointers into it until the next)
   std::vector<int32_t> decode_rows_;
+  bool verbose_ = false;
+  // Last: its snapshots and parked sequences are freed before the backend goes.
+  std::unique_ptr<PrefixCache> prefix_cache_;
 };
 
 }  // namespace memra

@@ -10,6 +10,8 @@ EngineOptions engine_options_from_knobs() {
   o.prefill_chunk = static_cast<int32_t>(knobs::get_int("MEMRA_PREFILL_CHUNK"));
   o.phase_timing = knobs::get_bool("MEMRA_BATCH_PHASE");
   o.verbose = knobs::get_bool("MEMRA_VERBOSE");
+  o.prefix_cache.budget_mb = knobs::get_int("MEMRA_PREFIX_CACHE_MB");
+  o.prefix_cache.spacing = static_cast<int32_t>(knobs::get_int("MEMRA_PREFIX_SPACING"));
   o.cpu.threads = static_cast<int32_t>(knobs::get_int("MEMRA_THREADS"));
   CudaOptions& c = o.cuda;
   c.scratch_mb = knobs::get_int("MEMRA_CUDA_SCRATCH_MB");

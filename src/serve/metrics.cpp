@@ -75,6 +75,17 @@ void Metrics::set_running(int64_t n) {
   running_ = n;
 }
 
+void Metrics::set_prefix_cache(const PrefixCacheStats& s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  has_prefix_cache_ = true;
+  prefix_cache_ = s;
+}
+
+PrefixCacheStats Metrics::prefix_cache() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return prefix_cache_;
+}
+
 uint64_t Metrics::requests(const std::string& endpoint, int status) const {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = requests_.find({endpoint, status});
@@ -103,7 +114,7 @@ std::string Metrics::render() const {
   out += "# TYPE memra_requests_total counter\n";
   for (const auto& [key, n] : requests_)
     out += fmt::format("memra_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
-  out += "# HELP memra_prompt_tokens_total Prompt tokens prefilled.\n";
+  out += "# HELP memra_prompt_tokens_total Prompt tokens of the requests (prefilled or resumed from the prefix cache).\n";
   out += "# TYPE memra_prompt_tokens_total counter\n";
   out += fmt::format("memra_prompt_tokens_total {}\n", prompt_tokens_);
   out += "# HELP memra_generation_tokens_total Tokens generated (sampled), over all choices.\n";
@@ -115,6 +126,23 @@ std::string Metrics::render() const {
   out += "# HELP memra_running_sequences Sequences in the running batch (prefilling or decoding).\n";
   out += "# TYPE memra_running_sequences gauge\n";
   out += fmt::format("memra_running_sequences {}\n", running_);
+  if (has_prefix_cache_) {
+    const PrefixCacheStats& p = prefix_cache_;
+    auto metric = [&](const char* name, const char* type, const char* help, auto value) {
+      out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
+    };
+    metric("memra_prefix_cache_lookups_total", "counter", "Prompts looked up in the prefix cache.", p.lookups);
+    metric("memra_prefix_cache_hits_total", "counter", "Prompts that resumed from the prefix cache.", p.hits);
+    metric("memra_prefix_cache_hit_ratio", "gauge", "Hits over lookups.",
+           p.lookups ? static_cast<double>(p.hits) / static_cast<double>(p.lookups) : 0.0);
+    metric("memra_prefix_cache_reused_tokens_total", "counter", "Prompt tokens resumed instead of prefilled.",
+           p.reused_tokens);
+    metric("memra_prefix_cache_bytes", "gauge", "Pool bytes: state snapshots and parked sequences.", p.bytes);
+    metric("memra_prefix_cache_budget_bytes", "gauge", "The pool's budget (MEMRA_PREFIX_CACHE_MB).", p.budget_bytes);
+    metric("memra_prefix_cache_entries", "gauge", "Prompts held in the pool.", p.entries);
+    metric("memra_prefix_cache_snapshots", "gauge", "Recurrent-state snapshots held.", p.snapshots);
+    metric("memra_prefix_cache_evictions_total", "counter", "Entries evicted for the budget.", p.evictions);
+  }
   out += "# HELP memra_time_to_first_token_seconds From request arrival to its first generated token.\n";
   out += "# TYPE memra_time_to_first_token_seconds histogram\n";
   ttft_.render("memra_time_to_first_token_seconds", out);

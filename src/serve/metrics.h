@@ -1,6 +1,6 @@
 // Server metrics in the Prometheus text exposition format (GET /metrics): request counts by
 // endpoint and status, prompt and generated token totals, queue depth and running batch size
-// (gauges), and histograms of time-to-first-token and time-per-output-token.
+// (gauges), the prefix cache (lookups, hits, reused tokens, pool bytes, evictions), and histograms of time-to-first-token and time-per-output-token.
 //
 // Every method is thread-safe (one mutex: updates are a few per request or per decode step, far
 // below where contention would matter).
@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "step/prefix_cache.h"
 
 namespace memra::serve {
 
@@ -44,11 +46,14 @@ class Metrics {
   void observe_time_per_output_token(double seconds);
   void set_queue_depth(int64_t n);
   void set_running(int64_t n);
+  // The prefix cache's counters and pool size, as of now.
+  void set_prefix_cache(const PrefixCacheStats& s);
 
   // Counter values, for tests.
   uint64_t requests(const std::string& endpoint, int status) const;
   int64_t generated_tokens() const;
   int64_t running() const;
+  PrefixCacheStats prefix_cache() const;
   int64_t queue_depth() const;
 
   std::string render() const;
@@ -60,6 +65,8 @@ class Metrics {
   int64_t generated_tokens_ = 0;
   int64_t queue_depth_ = 0;
   int64_t running_ = 0;
+  bool has_prefix_cache_ = false;
+  PrefixCacheStats prefix_cache_;
   Histogram ttft_;
   Histogram tpot_;
 };

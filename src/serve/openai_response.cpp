@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -59,7 +60,11 @@ const char* ResponseBuilder::finish_name(const Choice& c) const {
 
 ojson ResponseBuilder::usage() const {
   const int32_t p = static_cast<int32_t>(request_.spec.prompt.size()), c = completion_tokens();
-  return ojson{{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}};
+  // OpenAI's form: the prompt tokens served from the prefix cache (not prefilled).
+  return ojson{{"prompt_tokens", p},
+               {"completion_tokens", c},
+               {"total_tokens", p + c},
+               {"prompt_tokens_details", ojson{{"cached_tokens", cached_tokens_}}}};
 }
 
 ojson ResponseBuilder::chunk_base() const {
@@ -183,6 +188,7 @@ std::string ResponseBuilder::stream_events(std::vector<ChoiceEvent>& events) {
     if (ev.finish == FinishReason::None) continue;
     c.finish = ev.finish;
     c.completion_tokens = ev.completion_tokens;
+    cached_tokens_ = std::max(cached_tokens_, ev.cached_tokens);
     if (ev.finish == FinishReason::Error) {
       if (!error_) error_ = ev.error;
       if (!error_sent_) {
@@ -219,6 +225,7 @@ void ResponseBuilder::add(std::vector<ChoiceEvent>& events) {
     if (ev.finish == FinishReason::None) continue;
     c.finish = ev.finish;
     c.completion_tokens = ev.completion_tokens;
+    cached_tokens_ = std::max(cached_tokens_, ev.cached_tokens);
     if (ev.finish == FinishReason::Error && !error_) error_ = ev.error;
   }
 }

@@ -70,6 +70,7 @@ class ResponseBuilder {
   int64_t created_ = 0;
   std::vector<Choice> choices_;
   std::optional<std::string> error_;
+  int32_t cached_tokens_ = 0;  // prompt tokens resumed from the prefix cache
   bool error_sent_ = false;
 };
 

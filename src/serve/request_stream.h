@@ -55,6 +55,7 @@ struct ChoiceEvent {
   std::vector<TokenLogprob> logprobs;   // tokens generated since the last event, if requested
   FinishReason finish = FinishReason::None;
   int32_t completion_tokens = 0;        // on the finishing event: tokens sampled for this choice
+  int32_t cached_tokens = 0;            // on the finishing event: prompt tokens resumed from the prefix cache
   std::string error;                    // FinishReason::Error: what went wrong
 };
 

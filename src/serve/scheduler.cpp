@@ -1,12 +1,14 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <unordered_map>
 
 #include "common/error.h"
 #include "engine/engine.h"
 #include "grammar/matcher.h"
 #include "step/logprobs.h"
+#include "step/prefix_cache.h"
 #include "serve/metrics.h"
 #include "serve/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
@@ -18,15 +20,18 @@ using Clock = std::chrono::steady_clock;
 struct Scheduler::Job {
   GenerationSpec spec;
   std::shared_ptr<RequestStream> stream;
-  std::unique_ptr<SequenceCache> seq;  // while prefilling
-  size_t fed = 0;                      // prompt tokens prefilled so far
+  std::shared_ptr<SequenceCache> seq;  // while prefilling (shared with its prefix-cache entry)
+  size_t fed = 0;                      // prompt tokens in seq so far (resumed or prefilled)
+  int32_t cached = 0;                  // prompt tokens resumed from the prefix cache
+  std::shared_ptr<PrefixCache::Entry> recording;  // the prefix-cache entry its prefill records
+  std::vector<float> resumed_logits;   // the whole prompt was in the cache: the logits after it
 };
 
 struct Scheduler::Slot {
   Slot(const Tokenizer& tok, std::vector<std::string> stops) : decoder(tok), stop(std::move(stops)) {}
   std::shared_ptr<Job> job;
   int32_t choice = 0;
-  std::unique_ptr<SequenceCache> seq;
+  std::shared_ptr<SequenceCache> seq;
   SamplingParams params;  // the request's, with this choice's seed
   std::vector<int32_t> history;  // prompt + generated: what the penalties look at
   int32_t generated = 0;         // tokens sampled so far (= token index of the next draw)
@@ -186,6 +191,10 @@ void Scheduler::run() {
       decode_step();
     }
     std::erase_if(running_, [](const std::unique_ptr<Slot>& s) { return s->done; });  // frees their caches
+    if (PrefixCache* pc = prefix_cache()) {
+      pc->maintain();  // parks the sequences just released, evicts down to the budget
+      if (metrics_) metrics_->set_prefix_cache(pc->stats());
+    }
     publish_stats();  // before the events: a client that sees its end sees its slot freed
     flush_events();
   }
@@ -230,7 +239,13 @@ void Scheduler::prefill_some() {
   while (!prefilling_.empty()) {
     std::shared_ptr<Job> job = prefilling_.front();
     try {
-      if (!job->seq) job->seq = engine_.new_sequence();
+      if (!job->seq && start_job(job)) {
+        prefilling_.erase(prefilling_.begin());
+        if (metrics_) metrics_->add_prompt_tokens(static_cast<int64_t>(job->spec.prompt.size()));
+        std::vector<float> resumed = std::move(job->resumed_logits);
+        start_choices(job, resumed);
+        continue;
+      }
       const std::span<const int32_t> rest = std::span<const int32_t>(job->spec.prompt).subspan(job->fed);
       // The chunk the engine will feed next (it cuts on the grid; we never cut it shorter,
       // which would change the numbers).
@@ -241,7 +256,12 @@ void Scheduler::prefill_some() {
       MEMRA_ASSERT(fed == next_n, "prefill fed {} tokens, expected {}", fed, next_n);
       job->fed += static_cast<size_t>(fed);
       used += fed;
-      if (job->fed < job->spec.prompt.size()) continue;
+      PrefixCache* pc = prefix_cache();
+      if (job->fed < job->spec.prompt.size()) {
+        if (pc) pc->progress(job->recording);
+        continue;
+      }
+      if (pc) pc->finish(job->recording, logits);
       prefilling_.erase(prefilling_.begin());
       if (metrics_) metrics_->add_prompt_tokens(static_cast<int64_t>(job->spec.prompt.size()));
       start_choices(job, logits);
@@ -253,9 +273,35 @@ void Scheduler::prefill_some() {
         ev.error = e.what();
         pending_events_.emplace_back(job->stream, std::move(ev));
       }
+      if (PrefixCache* pc = prefix_cache()) pc->drop(job->recording);  // its state is in doubt
       std::erase(prefilling_, job);
     }
   }
+}
+
+PrefixCache* Scheduler::prefix_cache() const { return opts_.prefix_reuse ? engine_.prefix_cache() : nullptr; }
+
+bool Scheduler::start_job(const std::shared_ptr<Job>& job) {
+  job->seq = engine_.new_sequence();
+  PrefixCache* pc = prefix_cache();
+  if (!pc) return false;
+  const std::vector<int32_t>& prompt = job->spec.prompt;
+  const auto t0 = Clock::now();
+  PrefixCache::Resume r = pc->resume(*job->seq, prompt);
+  job->fed = static_cast<size_t>(r.tokens);
+  job->cached = r.tokens;
+  job->recording = pc->record(job->seq, prompt, r);
+  if (engine_.verbose() && r.tokens > 0) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    std::fprintf(stderr,
+                 "memra: prefix cache: resumed %d of %zu prompt tokens (%s), %zu left to prefill; restore %.2f ms\n",
+                 r.tokens, prompt.size(),
+                 r.logits.empty() ? "state snapshot on the chunk grid" : "the whole prompt, with its logits",
+                 prompt.size() - static_cast<size_t>(r.tokens), ms);
+  }
+  if (r.logits.empty()) return false;
+  job->resumed_logits = std::move(r.logits);
+  return true;
 }
 
 void Scheduler::start_choices(const std::shared_ptr<Job>& job, const std::vector<float>& logits) {
@@ -417,6 +463,7 @@ void Scheduler::accept_token(Slot& slot, int32_t token, const float* row) {
   if (finish != FinishReason::None) {
     ev.finish = finish;
     ev.completion_tokens = slot.generated;
+    ev.cached_tokens = slot.job->cached;
     slot.done = true;
   }
   if (finish != FinishReason::None || !ev.text.empty() || !ev.logprobs.empty())
@@ -429,6 +476,7 @@ void Scheduler::finish_slot(Slot& slot, FinishReason reason, const std::string& 
   ev.finish = reason;
   ev.error = error;
   ev.completion_tokens = slot.generated;
+  ev.cached_tokens = slot.job->cached;
   slot.done = true;
   pending_events_.emplace_back(slot.job->stream, std::move(ev));
 }

@@ -19,6 +19,13 @@
 // FinishReason::GrammarDeadEnd. Masks depend only on the row's own text, so constrained
 // sequences stay exact under batching.
 //
+// Prefix reuse: a prompt that extends one seen before resumes from the engine's prefix cache
+// (step/prefix_cache.h): the KV rows and recurrent state of the longest reusable prefix are
+// restored and only the rest is prefilled, on the same chunk grid as a cold prefill, so the
+// tokens are those of a cold run. While a prompt is prefilled its snapshots are recorded; when
+// the request retires its sequence stays in the pool (parked) until evicted. The reused count is
+// reported on each choice's finishing event (usage.prompt_tokens_details.cached_tokens).
+//
 // Sampling: every decode step hands the engine one RowSampling per row (Engine::decode). When a
 // running row reports logprobs the step asks for the full logits too, and the engine draws on the
 // host from them; otherwise only the ids come back (the backend's lean paths), which the sampling
@@ -40,6 +47,7 @@
 
 namespace memra {
 class Engine;
+class PrefixCache;
 class SequenceCache;
 }  // namespace memra
 
@@ -57,6 +65,8 @@ struct SchedulerOptions {
   // Shortest time between two scheduler ticks; 0: as fast as the engine goes. Tests use it to
   // stand in for a slow model (a client must be able to leave before a tiny model finishes).
   std::chrono::microseconds min_tick_interval{0};
+  // Resume prompts from the engine's prefix cache when it has one (Engine::prefix_cache()).
+  bool prefix_reuse = true;
 };
 
 enum class SubmitStatus { Accepted, QueueFull, ShuttingDown };
@@ -107,6 +117,11 @@ class Scheduler {
   std::span<const uint32_t> mask_of(const Slot& slot) const;
   void flush_events();
   void publish_stats();
+  // The engine's prefix cache when this scheduler uses it, else null.
+  PrefixCache* prefix_cache() const;
+  // A job about to be prefilled: its sequence, resumed from the prefix cache where it can be.
+  // True when the whole prompt was found (its choices start at once).
+  bool start_job(const std::shared_ptr<Job>& job);
 
   Engine& engine_;
   const SchedulerOptions opts_;

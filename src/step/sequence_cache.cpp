@@ -81,6 +81,38 @@ void SequenceCache::copy_from(const SequenceCache& o) {
   pos_ = o.pos_;
 }
 
+void SequenceCache::copy_kv_prefix_from(const SequenceCache& o, int32_t n) {
+  MEMRA_ASSERT(o.shape_ == shape_, "KV copy across cache shapes");
+  MEMRA_ASSERT(pos_ == 0 && n >= 0 && n <= o.capacity_, "KV prefix copy of {} rows (source holds {})", n,
+               o.capacity_);
+  reserve(std::max(n, 1));
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const LayerCache& s = o.layers[l];
+    if (!s.k) continue;
+    memory_.copy(layers[l].k, s.k, kv_row_bytes * static_cast<size_t>(n));
+    memory_.copy(layers[l].v, s.v, kv_row_bytes * static_cast<size_t>(n));
+  }
+}
+
+void SequenceCache::shrink_kv(int32_t n) {
+  MEMRA_ASSERT(n >= 0 && n <= capacity_, "shrink_kv to {} rows of {}", n, capacity_);
+  pos_ = std::min(pos_, n);
+  const int32_t cap = std::max(n, 1);
+  if (cap >= capacity_) return;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (shape_.layer_mixer[l] != MixerKind::FullAttention) continue;
+    for (void** p : {&layers[l].k, &layers[l].v}) {
+      void* fresh = memory_.alloc(kv_row_bytes * cap);
+      if (*p) {
+        memory_.copy(fresh, *p, kv_row_bytes * static_cast<size_t>(n));
+        memory_.free(*p);
+      }
+      *p = fresh;
+    }
+  }
+  capacity_ = cap;
+}
+
 size_t SequenceCache::state_bytes() const {
   size_t total = 0;
   for (size_t l = 0; l < layers.size(); ++l) {

@@ -41,8 +41,14 @@ class SequenceCache {
   void advance(int32_t n) { pos_ += n; }
   // Back to an empty sequence (zeroes the recurrent state).
   void clear();
-  // Copies another cache of the same shape (prefix reuse / snapshots).
+  // Copies another cache of the same shape (the n choices of a request fork this way).
   void copy_from(const SequenceCache& other);
+  // An empty sequence takes the KV rows of positions [0, n) from `other` (same shape, at least n
+  // positions); its recurrent state is left as it is (prefix reuse restores it from a snapshot).
+  void copy_kv_prefix_from(const SequenceCache& other, int32_t n);
+  // Keeps only the KV rows of positions [0, n) and gives the rest of the capacity back (a sequence
+  // parked in the prefix cache holds its prompt's rows and nothing more).
+  void shrink_kv(int32_t n);
 
   const CacheShape& shape() const { return shape_; }
   std::vector<LayerCache> layers;

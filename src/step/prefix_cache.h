@@ -1,0 +1,127 @@
+// Prefix and state reuse: a request whose prompt extends a prompt seen before starts from the
+// state the earlier prefill reached and prefills only the rest.
+//
+// A hybrid model's sequence state has two parts. The KV rows of the full-attention layers are
+// per position: rows [0, n) of any sequence that consumed the same first n tokens are the same
+// bits, so they can be taken from it. The Gated DeltaNet layers keep one recurrent state (conv
+// window + delta-rule state) that cannot be rolled back: it is kept as snapshots, copies taken
+// while the prompt is prefilled.
+//
+// Exactness: a resumed prompt must give the bits a cold prefill gives. A cold prefill is cut on
+// the chunk grid (grid_chunk_len, step_plan.h), so the state at position p is reproducible only
+// where p is a grid point (a multiple of the prefill chunk): snapshots are taken at grid points
+// only, and a resumed prompt continues from a grid point, cut on the same grid as a cold one.
+// The state at the end of a prompt (off the grid in general) is kept with the last logits (the
+// "park" at the end of a prefill): it serves exactly the same prompt sent again (regenerate,
+// n choices, a retry), whose cold run would stop there too.
+//
+// What is kept per prompt (an entry): its tokens, the sequence whose KV rows hold them (the live
+// sequence of the running request, parked here when the request retires: trimmed to the prompt's
+// rows), and its snapshots. KV rows are copied into the resuming sequence (one device-to-device
+// copy per attention layer: the kernels read one contiguous KV buffer per sequence, so a shared
+// block table would need kernel changes). Snapshots are immutable and shared by reference: a
+// resumed prompt's entry holds the snapshots it resumed from, counted once.
+//
+// Memory: every snapshot and every parked sequence counts against one byte budget; entries are
+// evicted least recently used first. An entry still held by a request (recording its prefill or
+// its sequence decoding) is never evicted; a snapshot that does not fit after evicting what can
+// be evicted is not taken.
+//
+// Not thread-safe: one thread (the engine's user) calls everything, between steps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "step/cache_shape.h"
+#include "step/device_memory.h"
+#include "step/sequence_cache.h"
+
+namespace memra {
+
+// Typed from the MEMRA_PREFIX_* knobs (engine/options.cpp). Defaults are the knobs' defaults.
+struct PrefixCacheOptions {
+  int64_t budget_mb = 4096;  // MEMRA_PREFIX_CACHE_MB: snapshots + parked sequences; 0: no reuse
+  int32_t spacing = 0;       // MEMRA_PREFIX_SPACING: tokens between snapshots (a multiple of the
+                             // prefill chunk); 0: every chunk
+  bool operator==(const PrefixCacheOptions&) const = default;
+};
+
+struct PrefixCacheStats {
+  int64_t lookups = 0;        // resume() calls
+  int64_t hits = 0;           // ... that reused at least one token
+  int64_t reused_tokens = 0;  // prompt tokens not prefilled thanks to the cache
+  int64_t evictions = 0;      // entries evicted for the budget
+  int64_t skipped = 0;        // snapshots not taken: nothing evictable left to make room
+  int64_t bytes = 0;          // snapshots + parked sequences now
+  int64_t budget_bytes = 0;
+  int64_t entries = 0;
+  int64_t snapshots = 0;
+};
+
+class PrefixCache {
+ public:
+  struct Entry;
+  struct Snapshot;
+
+  // `chunk`: the engine's prefill chunk (the grid).
+  PrefixCache(DeviceMemory& memory, const CacheShape& shape, int32_t chunk, const PrefixCacheOptions& options);
+  ~PrefixCache();
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  struct Resume {
+    int32_t tokens = 0;          // prompt tokens now in the sequence (0: nothing reused)
+    std::vector<float> logits;   // when tokens == the whole prompt: the logits after it
+    std::shared_ptr<const Entry> source;
+  };
+  // Restores into `seq` (a fresh sequence) the longest reusable prefix of `prompt`: the KV rows
+  // and the recurrent state at the best snapshot p <= the shared length, where p is a grid point
+  // short of the whole prompt, or the whole prompt itself when it was seen with its logits.
+  Resume resume(SequenceCache& seq, std::span<const int32_t> prompt);
+
+  using Handle = std::shared_ptr<Entry>;
+  // Starts recording the prefill of `prompt` into `seq` (resumed by `from`, or fresh): the entry
+  // is found by later lookups as the prefill advances. Null when the whole prompt was a hit (its
+  // entry exists already).
+  Handle record(std::shared_ptr<SequenceCache> seq, std::span<const int32_t> prompt, const Resume& from);
+  // After each prefill chunk: takes a snapshot when the sequence stands on a snapshot point.
+  void progress(const Handle& h);
+  // The prompt is in: its final state and logits.
+  void finish(const Handle& h, std::span<const float> logits);
+  // The sequence's state is in doubt (a failed step): the entry is forgotten.
+  void drop(const Handle& h);
+  // Parks the sequences their requests released (trimmed to the prompt) and evicts down to the
+  // budget. Call between steps.
+  void maintain();
+
+  PrefixCacheStats stats() const;
+  int32_t chunk() const { return chunk_; }
+  int32_t spacing() const { return spacing_; }
+  // Bytes of one snapshot of this model (all Gated DeltaNet layers' conv windows and states).
+  size_t snapshot_bytes() const { return snap_bytes_; }
+
+ private:
+  friend struct Snapshot;
+  std::shared_ptr<Snapshot> take_snapshot(const SequenceCache& seq, const Entry* recording);
+  void restore(SequenceCache& seq, const Snapshot& s) const;
+  // Evicts least recently used evictable entries (never `keep`) until `need` more bytes fit.
+  bool make_room(size_t need, const Entry* keep);
+
+  DeviceMemory& memory_;
+  const CacheShape shape_;
+  const int32_t chunk_;
+  int32_t spacing_ = 0;
+  size_t snap_bytes_ = 0;
+  int64_t budget_ = 0;
+  int64_t bytes_ = 0;
+  uint64_t clock_ = 0;
+  std::list<std::shared_ptr<Entry>> entries_;
+  PrefixCacheStats counters_;
+};
+
+}  // namespace memra

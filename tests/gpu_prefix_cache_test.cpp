@@ -1,0 +1,126 @@
+// Prefix reuse on the GPU: the snapshots and KV rows are device-to-device copies through the
+// backend (DeviceMemory::copy on the CUDA stream), and a resumed prompt gives the bits of a cold
+// GPU run (prefill logits and the decode steps after it); through the scheduler, greedy and seeded answers with logprobs equal
+// those without reuse. SKIPPED without a GPU.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/engine.h"
+#include "gpu_test_util.h"
+#include "prefix_cache_test_util.h"
+#include "serve/scheduler.h"
+#include "test_util.h"
+
+namespace memra {
+namespace {
+
+std::unique_ptr<Engine> open_gpu(const std::string& name, int32_t chunk) {
+  EngineOptions o;
+  o.device = "cuda";
+  o.ctx = 2048;
+  o.prefill_chunk = chunk;
+  o.cuda = test::gpu_options();
+  return Engine::open(test::fixture(name), o);
+}
+
+TEST(GpuPrefixCache, ResumedPromptIsBitIdenticalToAColdGpuRun) {
+  MEMRA_GPU_OR_SKIP(probe);
+  probe.reset();
+  {
+    for (int32_t chunk : {16, 64}) {
+      auto e = open_gpu("qwen35-tiny.f32.gguf", chunk);
+      PrefixCache& pc = *e->prefix_cache();
+      const int32_t n_vocab = e->config().n_vocab;
+      std::mt19937 rng(31 + chunk);
+      std::vector<int32_t> base;
+      for (int i = 0; i < 300; ++i) base.push_back(static_cast<int32_t>(rng() % n_vocab));
+      { test::Warm first = test::prefill_warm(*e, pc, base); }
+      pc.maintain();
+      int resumed = 0;
+      for (int trial = 0; trial < 8; ++trial) {
+        const int32_t at = 1 + static_cast<int32_t>(rng() % 299);
+        std::vector<int32_t> prompt(base.begin(), base.begin() + at);
+        if (trial % 4 == 3) prompt = base;  // the whole prompt again: its parked logits
+        else
+          for (int i = 0; i < 1 + static_cast<int>(rng() % 50); ++i) prompt.push_back(static_cast<int32_t>(rng() % n_vocab));
+        const std::string what = "chunk " + std::to_string(chunk) + " trial " +
+                                 std::to_string(trial) + " edit at " + std::to_string(at);
+        test::Warm w = test::prefill_warm(*e, pc, prompt);
+        resumed += w.reused > 0;
+        const auto warm = test::greedy_tail(*e, *w.seq, w.logits, 5);
+        const auto cold = test::cold_run(*e, prompt, 5);
+        for (size_t i = 0; i < cold.size(); ++i)
+          ASSERT_TRUE(test::same_bits(warm[i], cold[i]))
+              << what << ": logits differ at step " << i << " (resumed " << w.reused << ")";
+        w = test::Warm{};
+        pc.maintain();
+      }
+      EXPECT_GE(resumed, 4) << "chunk " << chunk;
+    }
+  }
+}
+
+TEST(GpuPrefixCache, SchedulerAnswersMatchWithoutReuse) {
+  MEMRA_GPU_OR_SKIP(probe);
+  probe.reset();
+  auto e = open_gpu("qwen35-tiny.f32.gguf", 32);
+  e->tokenizer();
+  std::vector<int32_t> prefix;
+  for (int i = 0; i < 200; ++i) prefix.push_back((i * 37 + 5) % e->config().n_vocab);
+  std::vector<serve::GenerationSpec> specs;
+  for (int k = 0; k < 4; ++k) {
+    serve::GenerationSpec s;
+    s.prompt = prefix;
+    for (int i = 0; i < 2 + 7 * k; ++i) s.prompt.push_back((k * 53 + i) % e->config().n_vocab);
+    s.n = 1 + k % 2;
+    s.max_tokens = 10;
+    s.sampling.temperature = k == 0 ? 0.0f : 0.8f;
+    s.sampling.seed = 100 + k;
+    s.top_logprobs = 2;
+    s.ignore_eos = true;
+    specs.push_back(s);
+  }
+  specs.push_back(specs[2]);
+  std::vector<std::vector<int32_t>> tokens[2];
+  std::vector<std::vector<float>> lps[2];
+  std::vector<int32_t> cached;
+  for (int reuse = 0; reuse < 2; ++reuse) {
+    serve::SchedulerOptions o;
+    o.prefix_reuse = reuse == 1;
+    serve::Scheduler sched(*e, o, nullptr);
+    sched.start();
+    for (const auto& s : specs) {
+      std::shared_ptr<serve::RequestStream> st;
+      ASSERT_EQ(sched.submit(s, st), serve::SubmitStatus::Accepted);
+      std::vector<serve::ChoiceEvent> events;
+      std::vector<std::vector<int32_t>> tk(static_cast<size_t>(s.n));
+      std::vector<std::vector<float>> lp(static_cast<size_t>(s.n));
+      while (st->wait(events, std::chrono::milliseconds(200))) {
+        for (auto& ev : events) {
+          for (auto& l : ev.logprobs) {
+            tk[static_cast<size_t>(ev.choice)].push_back(l.token);
+            lp[static_cast<size_t>(ev.choice)].push_back(l.logprob);
+          }
+          if (ev.finish != serve::FinishReason::None && ev.choice == 0 && reuse) cached.push_back(ev.cached_tokens);
+        }
+        events.clear();
+      }
+      for (int c = 0; c < s.n; ++c) {
+        tokens[reuse].push_back(tk[static_cast<size_t>(c)]);
+        lps[reuse].push_back(lp[static_cast<size_t>(c)]);
+      }
+    }
+  }
+  ASSERT_EQ(tokens[0].size(), tokens[1].size());
+  for (size_t i = 0; i < tokens[0].size(); ++i) {
+    EXPECT_EQ(tokens[0][i], tokens[1][i]) << "answer " << i;
+    EXPECT_TRUE(test::same_bits(lps[0][i], lps[1][i])) << "answer " << i << " logprobs";
+  }
+  ASSERT_EQ(cached.size(), specs.size());
+  EXPECT_GT(cached[1], 0);
+  EXPECT_EQ(cached[4], static_cast<int32_t>(specs[4].prompt.size()));
+}
+
+}  // namespace
+}  // namespace memra
