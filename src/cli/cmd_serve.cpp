@@ -1,6 +1,8 @@
 // memra serve: the OpenAI-compatible HTTP server (continuous batching; see src/serve/).
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -51,6 +53,10 @@ void run(const Args& a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Request bodies and their JSON are large and short-lived, and any of ~100 worker threads may
+  // hold one: a fixed mmap threshold (glibc's moves up to 32 MB after the first big free) maps
+  // and unmaps them instead of leaving their pages in each thread's heap.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   auto engine = open_engine(a.engine);
   serve::ServerOptions opts;
   opts.model_name = a.model_name.empty() ? default_model_name(a) : a.model_name;
