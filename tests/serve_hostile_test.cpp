@@ -160,7 +160,7 @@ class ServeHostile : public ::testing::Test {
     ServerOptions o;
     o.scheduler.max_batch = 4;
     o.scheduler.max_queue = 4;
-    o.head_timeout = 400ms;
+    o.head_timeout = 1000ms;
     o.body_timeout = 400ms;
     server_ = new Server(o);
   }
@@ -275,7 +275,7 @@ TEST_F(ServeHostile, SlowAndIdleConnectionsHoldNoWorker) {
     EXPECT_EQ(status_of(port(), get("/health")), 200);
     EXPECT_LT(Clock::now() - t0, 100ms);
   }
-  // The head deadline (400 ms here): the slow ones get 408 and are closed.
+  // The head deadline (1 s here): the slow ones get 408 and are closed.
   for (auto& s : slow) s->read_until("", 2000ms);
   EXPECT_EQ(slow.front()->status(), 408) << slow.front()->got();
   EXPECT_TRUE(slow.front()->closed());

@@ -446,7 +446,7 @@ void HttpFront::Impl::progress(Conn& c) {
         } else {
           c.phase = Phase::Body;
           c.content_left = f.length;
-          c.body.reserve(f.length);
+          c.body.reserve(std::min<size_t>(f.length, size_t(1) << 20));  // grows as bytes arrive, not as declared
         }
         // Interim answer only once the head passed: a refused body is never sent.
         if (f.expect_continue && (f.chunked || f.length > 0)) {
@@ -466,7 +466,8 @@ void HttpFront::Impl::progress(Conn& c) {
       case Phase::Chunked: {
         if (c.chunk == ChunkStep::Size || c.chunk == ChunkStep::Trailer) {
           const size_t eol = avail.find("\r\n");
-          const size_t limit = c.chunk == ChunkStep::Size ? kMaxChunkLine : o.max_head_bytes - c.trailer_bytes;
+          const size_t trailer_room = c.trailer_bytes < o.max_head_bytes ? o.max_head_bytes - c.trailer_bytes : 0;
+          const size_t limit = c.chunk == ChunkStep::Size ? kMaxChunkLine : trailer_room;
           if (eol == std::string_view::npos) {
             if (avail.size() > limit) return reject(c, c.chunk == ChunkStep::Size ? 400 : 431, "chunk header or trailer too long");
             return;
