@@ -124,7 +124,8 @@ size_t text_bytes(const ojson& v) {
   if (v.is_array())
     for (const auto& x : v) n += text_bytes(x);
   if (v.is_object())
-    for (auto it = v.begin(); it != v.end(); ++it) n += it.key().size() + text_bytes(it.value());
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (it.key() != "type") n += text_bytes(it.value());  // a part's "type" ("text") is not rendered
   return n;
 }
 
@@ -145,9 +146,12 @@ ChatPrompt chat_prompt(const ojson& request, const ModelInfo& model) {
     throw bad("add_generation_prompt", "'add_generation_prompt' must be a boolean");
   if (!model.chat_template)
     throw bad("messages", "this model has no chat template (tokenizer.chat_template); use /v1/completions");
+  // Only text every template renders whole: the content of non-assistant messages (templates may
+  // drop an earlier assistant turn's reasoning), string values only (keys are not rendered).
   size_t bytes = 0;
-  for (const char* k : {"messages", "tools"})
-    if (auto it = request.find(k); it != request.end()) bytes += text_bytes(*it);
+  if (auto it = request.find("messages"); it != request.end() && it->is_array())
+    for (const auto& m : *it)
+      if (m.is_object() && m.value("role", "") != "assistant" && m.contains("content")) bytes += text_bytes(m["content"]);
   check_text_fits(bytes, model, "messages");
 
   ChatPrompt p;

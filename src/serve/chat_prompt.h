@@ -20,7 +20,7 @@ namespace memra::serve {
 // Fills model.control_tokens and model.max_token_bytes from its tokenizer.
 void index_vocab(ModelInfo& model);
 
-// Bytes of text in the strings of a JSON value (keys included).
+// Bytes of text in the string values of a JSON value (content parts' "type" left out).
 size_t text_bytes(const ojson& v);
 
 // Refuses (400, context_length_exceeded) a prompt of `bytes` bytes of text that cannot fit the
