@@ -151,7 +151,8 @@ ChatPrompt chat_prompt(const ojson& request, const ModelInfo& model) {
   size_t bytes = 0;
   if (auto it = request.find("messages"); it != request.end() && it->is_array())
     for (const auto& m : *it)
-      if (m.is_object() && m.value("role", "") != "assistant" && m.contains("content")) bytes += text_bytes(m["content"]);
+      if (m.is_object() && m.contains("content") && !(m.contains("role") && m["role"] == "assistant"))
+        bytes += text_bytes(m["content"]);
   check_text_fits(bytes, model, "messages");
 
   ChatPrompt p;

@@ -28,7 +28,11 @@ ojson tokenize_request(std::string_view body, const ModelInfo& model) {
   if (req.contains("messages") && !req["messages"].is_null()) {
     const ojson& m = req["messages"];
     if (!m.is_array() || m.empty()) throw bad("messages", "'messages' must be a non-empty array of messages");
-    ids = chat_prompt(req, model).tokens;
+    try {
+      ids = chat_prompt(req, model).tokens;
+    } catch (const ojson::exception& e) {  // a message of the wrong shape for the template
+      throw bad("messages", fmt::format("malformed messages: {}", e.what()));
+    }
     if (flag(req, "add_special_tokens", true)) add_bos(ids, tok);
   } else {
     const char* key = req.contains("prompt") ? "prompt" : "content";
