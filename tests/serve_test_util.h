@@ -6,6 +6,7 @@
 
 #include "gguf/gguf.h"
 #include "engine/engine.h"
+#include "serve/chat_prompt.h"
 #include "serve/openai_api.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -39,6 +40,7 @@ inline TinyApiModel* open_tiny_api_model(int32_t ctx, int32_t max_batch) {
   m->model.n_vocab = m->tokenizer->n_vocab();
   m->model.ctx = ctx;
   m->model.max_batch = max_batch;
+  index_vocab(m->model);
   return m;
 }
 

@@ -63,7 +63,11 @@ TEST(TokenizerCli, DetokenizePrintsTextOrJson) {
 }
 
 TEST(TokenizerCli, BadInputIsAnErrorNotACrash) {
-  EXPECT_EQ(memra("tokenize --text hi").status, 2);  // -m is required (usage error)
+  EXPECT_EQ(memra("tokenize").status, 2);  // --text is required (usage error)
+  // Without -m, the bundled demo model's tokenizer, as the other commands default to.
+  const CliResult demo = memra("tokenize --text hi");
+  EXPECT_EQ(demo.status, 0) << demo.out;
+  EXPECT_TRUE(nlohmann::json::parse(demo.out, nullptr, false)["ids"].is_array()) << demo.out;
   EXPECT_EQ(memra("detokenize -m " + vocab() + " --ids 1,x").status, 1);
   EXPECT_EQ(memra("detokenize -m " + vocab() + " --ids 99999999").status, 1);
   EXPECT_EQ(memra("tokenize -m /nonexistent.gguf --text hi").status, 1);

@@ -133,6 +133,14 @@ class Backend : public DeviceMemory {
   virtual double measure_read_bandwidth() { return 0.0; }
   // Whether moe_ffn is implemented (the CUDA backend does not have it yet).
   virtual bool supports_moe() const { return true; }
+  // Why this backend cannot run layers with these head sizes ("" when it can; 0: the model has no
+  // such layers). Checked when a model loads, so a model the kernels do not cover is an error
+  // message rather than an assertion in the middle of a step.
+  virtual std::string unsupported_heads(int attention_head_dim, int deltanet_head_dim) const {
+    (void)attention_head_dim;
+    (void)deltanet_head_dim;
+    return {};
+  }
   // KV cache element type this backend stores (F32 on the CPU, F16 on CUDA by default).
   virtual GgmlType kv_type() const = 0;
 

@@ -1,9 +1,13 @@
 // memra serve: the OpenAI-compatible HTTP server (continuous batching; see src/serve/).
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <pthread.h>
 #include <thread>
@@ -27,6 +31,11 @@ struct Args {
   std::string model_name;
   double grace_s = 10.0;
   int max_body_mb = 8;
+  std::string chat_template_file;
+  std::vector<std::string> cors_origins;
+  double request_timeout_s = 0.0;
+  double header_timeout_s = 10.0;
+  double idle_timeout_s = 60.0;
 };
 
 std::string default_model_name(const Args& a) {
@@ -44,6 +53,10 @@ void run(const Args& a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Request bodies and their JSON are large and short-lived, and any of ~100 worker threads may
+  // hold one: a fixed mmap threshold (glibc's moves up to 32 MB after the first big free) maps
+  // and unmaps them instead of leaving their pages in each thread's heap.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   auto engine = open_engine(a.engine);
   serve::ServerOptions opts;
   opts.model_name = a.model_name.empty() ? default_model_name(a) : a.model_name;
@@ -51,6 +64,16 @@ void run(const Args& a) {
   opts.scheduler.max_batch = a.max_batch;
   opts.scheduler.max_queue = a.max_queue;
   opts.max_body_bytes = static_cast<size_t>(a.max_body_mb) << 20;
+  opts.cors_origins = a.cors_origins;
+  opts.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.request_timeout_s * 1000.0));
+  opts.head_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.header_timeout_s * 1000.0));
+  opts.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.idle_timeout_s * 1000.0));
+  if (!a.chat_template_file.empty()) {
+    std::ifstream in(a.chat_template_file, std::ios::binary);
+    if (!in) fail("serve: cannot read the chat template file {}", a.chat_template_file);
+    opts.chat_template.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (opts.chat_template.empty()) fail("serve: the chat template file {} is empty", a.chat_template_file);
+  }
   serve::HttpServer server(*engine, opts);
   const int port = server.bind(a.host, a.port);
 
@@ -90,11 +113,13 @@ void run(const Args& a) {
 CommandRegistrar reg("serve", [](CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching");
+  cmd->option_defaults()->always_capture_default();  // --help shows each default
   add_engine_args(*cmd, args->engine);
   cmd->add_option("--host", args->host, "address to listen on (0.0.0.0: every interface)");
   cmd->add_option("--port", args->port, "TCP port (0: any free port)")->check(CLI::Range(0, 65535));
   cmd->add_option("--max-batch", args->max_batch, "most sequences decoded together")->check(CLI::Range(1, 1024));
-  cmd->add_option("--max-queue", args->max_queue, "most requests waiting for the batch (429 beyond)")
+  cmd->add_option("--max-queue", args->max_queue,
+                  "most requests waiting for room in the batch (429 beyond); 0: a request runs at once or gets 429")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--api-key", args->api_key, "require 'Authorization: Bearer KEY' on /v1/ routes");
   cmd->add_option("--model-name", args->model_name, "model id for the API (default: the file name without .gguf)");
@@ -102,6 +127,18 @@ CommandRegistrar reg("serve", [](CLI::App& app) {
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--max-body-mb", args->max_body_mb, "largest request body in MiB (413 beyond)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--chat-template", args->chat_template_file, "Jinja chat template FILE instead of the model's")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--cors-origins", args->cors_origins,
+                  "origins whose web pages may call the API, comma-separated ('*': any; none: no CORS)")
+      ->delimiter(',');
+  cmd->add_option("--request-timeout", args->request_timeout_s,
+                  "seconds a generation request may run (504 / a stream error beyond); 0: no limit")
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--header-timeout", args->header_timeout_s, "seconds a client has to send a request's headers (408)")
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--idle-timeout", args->idle_timeout_s, "seconds an idle keep-alive connection stays open")
+      ->check(CLI::Range(0.1, 86400.0));
   cmd->callback([args] { run(*args); });
 });
 

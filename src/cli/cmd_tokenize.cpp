@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/model_source.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -75,7 +76,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 }
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, std::unique_ptr<gguf::File>& file) {
-  file = gguf::File::open(path);
+  file = open_model_file(path);
   return Tokenizer::from_gguf(*file);
 }
 
@@ -107,7 +108,7 @@ void run_detokenize(const DetokenizeArgs& a) {
 const CommandRegistrar tokenize_registrar("tokenize", [](CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("tokenize", "print the token ids of a text as JSON: {\"ids\": [...]}");
-  cmd->add_option("-m,--model", args->model, "GGUF model (or vocab-only) file")->required();
+  cmd->add_option("-m,--model", args->model, "GGUF model (or vocab-only) file")->default_str("the bundled demo model");
   cmd->add_option("--text", args->text, "text to tokenize")->required();
   cmd->add_flag("--no-special", args->no_special,
                 "treat control-token strings such as <|im_start|> as plain text");
@@ -117,7 +118,7 @@ const CommandRegistrar tokenize_registrar("tokenize", [](CLI::App& app) {
 const CommandRegistrar detokenize_registrar("detokenize", [](CLI::App& app) {
   auto args = std::make_shared<DetokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("detokenize", "print the text of token ids (exactly, no newline added)");
-  cmd->add_option("-m,--model", args->model, "GGUF model (or vocab-only) file")->required();
+  cmd->add_option("-m,--model", args->model, "GGUF model (or vocab-only) file")->default_str("the bundled demo model");
   cmd->add_option("--ids", args->ids, "comma-separated token ids, e.g. 9707,1879")->required();
   cmd->add_flag("--json", args->json, "print {\"text\": \"...\"} instead (invalid UTF-8 becomes U+FFFD)");
   cmd->callback([args] { run_detokenize(*args); });

@@ -1,5 +1,7 @@
 #include "cli/model_source.h"
 
+#include "gguf/gguf.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -58,6 +60,20 @@ std::unique_ptr<Engine> open_model(const EngineArgs& a, const EngineOptions& o) 
 #endif
 }
 }  // namespace
+
+std::unique_ptr<gguf::File> open_model_file(const std::string& path) {
+  if (!path.empty()) return gguf::File::open(path);
+#if MEMRA_EMBED_DEMO
+  return gguf::File::from_memory(memra_demo_model_begin,
+                                 static_cast<size_t>(memra_demo_model_end - memra_demo_model_begin),
+                                 "<bundled demo model>");
+#else
+  if (!std::filesystem::exists(MEMRA_DEMO_MODEL_PATH))
+    fail("no -m given and this build has no bundled demo model (expected {}); pass -m MODEL.gguf",
+         MEMRA_DEMO_MODEL_PATH);
+  return gguf::File::open(MEMRA_DEMO_MODEL_PATH);
+#endif
+}
 
 std::unique_ptr<Engine> open_engine(const EngineArgs& a) {
   const EngineOptions o = engine_options(a);

@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 
 namespace CLI { class App; }
+namespace memra::gguf { class File; }
 
 namespace memra::cli {
 
@@ -24,6 +25,8 @@ void add_engine_args(CLI::App& cmd, EngineArgs& args, bool model_required = fals
 // The knobs parsed once (engine/options.h), the flags applied over them.
 EngineOptions engine_options(const EngineArgs& args);
 std::unique_ptr<Engine> open_engine(const EngineArgs& args);
+// The GGUF file alone (no weights loaded): PATH, or the bundled demo model when empty.
+std::unique_ptr<gguf::File> open_model_file(const std::string& path);
 // "the bundled demo model" or the path, for messages.
 std::string model_label(const EngineArgs& args);
 

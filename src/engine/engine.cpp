@@ -61,6 +61,9 @@ void Engine::init(const EngineOptions& opts) {
     if (opts.verbose) std::fprintf(stderr, "memra: MoE model: using the CPU backend (CUDA MoE not implemented yet)\n");
     backend_ = make_cpu_backend(opts.cpu);
   }
+  const std::string unsupported =
+      backend_->unsupported_heads(probe.n_head > 0 ? probe.head_dim : 0, probe.has_ssm() ? probe.ssm_d : 0);
+  if (!unsupported.empty()) fail("{}: {}; use --device cpu", file_->path(), unsupported);
   model_ = Model::load(*file_, *backend_);
   runner_ = std::make_unique<StepRunner>(*model_, *backend_, opts.phase_timing);
   const ModelConfig& c = model_->config();

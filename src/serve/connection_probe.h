@@ -1,23 +1,24 @@
-// Whether the client of an HTTP request is still connected, checked without reading from or
-// writing to the connection.
+// Whether the client of a request being answered is still there, checked without reading from
+// the connection.
 //
-// cpp-httplib 0.11 gives handlers no handle on the connection, only its addresses, so the probe
-// finds the socket among the process's open descriptors by its (local, remote) address pair; the
-// pair is unique among open TCP connections and the socket stays open while the handler runs.
-// A peer that closed (or half-closed) the connection shows as POLLRDHUP / POLLHUP / POLLERR or as
-// end-of-file on a MSG_PEEK. Linux only; where the socket cannot be found, alive() stays true and
-// a failing write is the only sign of a lost client.
+// HTTP lets a client half-close (shutdown(SHUT_WR)) once its request is sent and still read the
+// answer, and at the TCP level that looks exactly like a client that closed the socket: both
+// arrive as end-of-file. So end-of-file alone cancels nothing. It makes the handler probe once
+// with a write the client must accept (an interim "100 Continue" before the answer, an SSE
+// comment inside a stream): a half-closed client reads past it, a closed one answers with a
+// reset, and a reset or a failed write is what cancels.
 #pragma once
-
-#include <string>
 
 namespace memra::serve {
 
 class ConnectionProbe {
  public:
-  ConnectionProbe(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port);
-  bool found() const { return fd_ >= 0; }
+  explicit ConnectionProbe(int fd) : fd_(fd) {}
+  // False once the connection was reset or failed (POLLERR / POLLHUP).
   bool alive() const;
+  // The peer sent end-of-file: half-closed, or gone (which a probe write tells apart).
+  bool peer_done() const;
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "serve/chat_prompt.h"
 #include "serve/constraints.h"
 #include "tokenizer/tokenizer.h"
 
@@ -115,6 +116,8 @@ bool bool_field(const ojson& obj, const char* key, bool def) {
   return v->get<bool>();
 }
 
+}  // namespace
+
 ojson parse_body(std::string_view body) {
   if (json_depth(body) > kMaxJsonDepth)
     throw bad("", fmt::format("request body nests JSON deeper than {} levels", kMaxJsonDepth));
@@ -132,6 +135,8 @@ void check_model(const ojson& req, const ModelInfo& model) {
     throw ApiError(404, fmt::format("The model '{}' does not exist; this server serves '{}'", m->get<std::string>(), model.name),
                    "model", "model_not_found");
 }
+
+namespace {
 
 uint64_t random_seed() {
   static std::mutex mu;
@@ -243,10 +248,6 @@ void fit_context(ApiRequest& out, const ModelInfo& model, const ojson& req, cons
   }
 }
 
-void add_bos(std::vector<int32_t>& ids, const Tokenizer& tok) {
-  if (tok.add_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))
-    ids.insert(ids.begin(), tok.bos_id());
-}
 
 // tools / tool_choice: returns whether the output should be parsed for tool calls.
 bool check_tools(const ojson& req) {
@@ -300,6 +301,11 @@ std::string random_hex(size_t n) {
 
 }  // namespace
 
+void add_bos(std::vector<int32_t>& ids, const Tokenizer& tok) {
+  if (tok.add_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))
+    ids.insert(ids.begin(), tok.bos_id());
+}
+
 ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model) {
   ojson req = parse_body(body);
   check_model(req, model);
@@ -336,20 +342,9 @@ ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model) {
   } else if (out.logprobs) {
     out.spec.top_logprobs = 0;
   }
-  if (const ojson* kw = field(req, "chat_template_kwargs"); kw && !kw->is_object())
-    throw bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-  if (const ojson* agp = field(req, "add_generation_prompt"); agp && !agp->is_boolean())
-    throw bad("add_generation_prompt", "'add_generation_prompt' must be a boolean");
-
-  if (!model.chat_template)
-    throw bad("messages", "this model has no chat template (tokenizer.chat_template); use /v1/completions");
-  try {
-    std::lock_guard<std::mutex> lk(*model.template_mutex);
-    out.prompt_text = model.chat_template->render(req, model.template_options);
-  } catch (const Error& e) {
-    throw bad("messages", fmt::format("cannot render the chat template for these messages: {}", e.what()));
-  }
-  out.spec.prompt = model.tokenizer->encode(out.prompt_text, /*parse_special=*/true);
+  ChatPrompt prompt = chat_prompt(req, model);
+  out.prompt_text = std::move(prompt.text);
+  out.spec.prompt = std::move(prompt.tokens);
   add_bos(out.spec.prompt, *model.tokenizer);
   fit_context(out, model, req, "messages");
 
@@ -386,6 +381,7 @@ ApiRequest parse_completion_request(std::string_view body, const ModelInfo& mode
     single = &prompt->front();
   }
   if (single->is_string()) {
+    check_text_fits(single->get_ref<const std::string&>().size(), model, "prompt");
     out.prompt_text = single->get<std::string>();
     out.spec.prompt = tok.encode(out.prompt_text, /*parse_special=*/true);
     add_bos(out.spec.prompt, tok);

@@ -4,7 +4,11 @@
 // the scheduler only ever sees requests that fit.
 //
 // Accepted beyond OpenAI's fields (as vLLM and llama.cpp do): top_k, min_p, repetition_penalty,
-// ignore_eos, chat_template_kwargs (e.g. enable_thinking), add_generation_prompt.
+// ignore_eos, chat_template_kwargs (enable_thinking and the few others of serve/chat_prompt.h),
+// add_generation_prompt.
+// Special tokens: chat messages are text (serve/chat_prompt.h); a /v1/completions prompt string is
+// the raw prompt, where control-token text such as "<|im_start|>" is parsed (as vLLM and
+// llama-server do).
 // Structured output (response_format, tool_choice "required" / named, grammar, guided_*):
 // serve/constraints.h.
 // Ignored: user, metadata, store, service_tier, parallel_tool_calls, and any unknown field that
@@ -17,6 +21,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +74,10 @@ struct ModelInfo {
   int32_t max_batch = 1;
   int64_t created = 0;  // unix time the server started, for /v1/models
   bool xml_tool_calls = false;  // the template writes Qwen3.5's <function=...> tool-call form
+  // From index_vocab (serve/chat_prompt.h): the control tokens' texts, longest first, and the
+  // most bytes one token stands for (0: not indexed; prompts are then not pre-checked).
+  std::vector<std::pair<std::string, int32_t>> control_tokens;
+  size_t max_token_bytes = 0;
   // Rendering is serialised: cheap next to generation, and keeps the template free of any
   // thread-safety assumption.
   std::unique_ptr<std::mutex> template_mutex = std::make_unique<std::mutex>();
@@ -89,6 +99,13 @@ struct ApiRequest {
 // Both throw ApiError. `body` is the raw request body.
 ApiRequest parse_chat_request(std::string_view body, const ModelInfo& model);
 ApiRequest parse_completion_request(std::string_view body, const ModelInfo& model);
+
+// A request body as a JSON object (depth-checked). Throws ApiError (400).
+ojson parse_body(std::string_view body);
+// A "model" field that names another model: 404. Throws ApiError.
+void check_model(const ojson& req, const ModelInfo& model);
+// Prepends BOS when the tokenizer asks for one.
+void add_bos(std::vector<int32_t>& ids, const Tokenizer& tok);
 
 // GET /v1/models.
 ojson models_list(const ModelInfo& model);

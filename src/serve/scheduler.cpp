@@ -89,7 +89,12 @@ SubmitStatus Scheduler::submit(GenerationSpec spec, std::shared_ptr<RequestStrea
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!accepting_) return SubmitStatus::ShuttingDown;
-    if (static_cast<int32_t>(queue_.size()) >= opts_.max_queue) return SubmitStatus::QueueFull;
+    // max_queue counts requests that must wait: one the batch has room for is always taken, so
+    // --max-queue 0 means "run it now or refuse it", not "refuse everything".
+    int32_t wanted = running_count_ + spec.n;
+    for (const auto& j : queue_) wanted += j->spec.n;
+    if (wanted > opts_.max_batch && static_cast<int32_t>(queue_.size()) >= opts_.max_queue)
+      return SubmitStatus::QueueFull;
     auto job = std::make_shared<Job>();
     job->stream = std::make_shared<RequestStream>(spec.n, static_cast<int32_t>(spec.prompt.size()));
     job->spec = std::move(spec);

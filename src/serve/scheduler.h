@@ -57,7 +57,7 @@ class Metrics;
 
 struct SchedulerOptions {
   int32_t max_batch = 16;  // running sequences (prefilling + decoding)
-  int32_t max_queue = 64;  // requests waiting for room in the batch
+  int32_t max_queue = 64;  // requests waiting for room in the batch (0: only what fits now is taken)
   // Prompt tokens prefilled per tick before the decode step; 0: one prefill chunk.
   int32_t prefill_tokens_per_tick = 0;
   // false: always copy full logits and sample on the CPU (a check of the lean paths).
