@@ -131,8 +131,6 @@ class Backend : public DeviceMemory {
   // Streaming-read bandwidth of this device in bytes/s, measured with a read-only kernel (the
   // denominator of the bandwidth floor); 0 where not meaningful (CPU).
   virtual double measure_read_bandwidth() { return 0.0; }
-  // Whether moe_ffn is implemented (the CUDA backend does not have it yet).
-  virtual bool supports_moe() const { return true; }
   // Why this backend cannot run layers with these head sizes ("" when it can; 0: the model has no
   // such layers). Checked when a model loads, so a model the kernels do not cover is an error
   // message rather than an assertion in the middle of a step.

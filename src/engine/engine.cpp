@@ -54,13 +54,6 @@ void Engine::init(const EngineOptions& opts) {
   if (opts.prefill_chunk < 1) fail("the prefill chunk must be at least 1 token, got {}", opts.prefill_chunk);
   const ModelConfig probe = ModelConfig::from_gguf(*file_);
   backend_ = make_backend(opts);
-  if (probe.is_moe() && !backend_->supports_moe()) {
-    if (opts.device == "cuda")
-      fail("{}: mixture-of-experts models are not supported on the CUDA backend yet; use --device cpu",
-           file_->path());
-    if (opts.verbose) std::fprintf(stderr, "memra: MoE model: using the CPU backend (CUDA MoE not implemented yet)\n");
-    backend_ = make_cpu_backend(opts.cpu);
-  }
   const std::string unsupported =
       backend_->unsupported_heads(probe.n_head > 0 ? probe.head_dim : 0, probe.has_ssm() ? probe.ssm_d : 0);
   if (!unsupported.empty()) fail("{}: {}; use --device cpu", file_->path(), unsupported);

@@ -40,7 +40,6 @@ class CudaBackend final : public Backend {
   void reset_scratch() override;
   size_t scratch_mark() const override { return arena_used_; }
   void scratch_release(size_t mark) override { arena_used_ = mark; }
-  bool supports_moe() const override { return true; }
   // The head sizes the kernels are built for (k_attention.cu, k_deltanet.cu).
   std::string unsupported_heads(int attention_head_dim, int deltanet_head_dim) const override {
     if (attention_head_dim != 0 && attention_head_dim != 64 && attention_head_dim != 128 && attention_head_dim != 256)
