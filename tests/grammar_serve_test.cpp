@@ -219,7 +219,7 @@ TEST_F(GrammarApi, BadConstraintsGet400NamingTheField) {
   EXPECT_EQ(rejected(R"("guided_foo": 1)").first, "guided_foo");
   EXPECT_EQ(rejected(R"("structured_outputs": {"yaml": "x"})").first, "structured_outputs.yaml");
   EXPECT_EQ(rejected(R"("guided_json": {"type": "object"}, "guided_regex": "a")").first, "guided_regex");
-  auto [param, msg] = rejected(R"("guided_json": {"type": "object", "properties": {"a": {"not": {}}}})");
+  auto [param, msg] = rejected(R"("guided_json": {"type": "object", "properties": {"a": {"not": {"pattern": "^a"}}}})");
   EXPECT_EQ(param, "guided_json");
   EXPECT_NE(msg.find("'not' at #/properties/a"), std::string::npos) << msg;
   std::tie(param, msg) = rejected(R"("grammar": "root ::= root \"x\"")");
