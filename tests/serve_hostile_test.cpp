@@ -83,6 +83,15 @@ class Sock {
     return true;
   }
   void shut_write() { shutdown(fd_, SHUT_WR); }
+  // One read of what has arrived (waiting up to `timeout` for something).
+  void read_some(std::chrono::milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return;
+    char buf[65536];
+    const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) closed_ = true;
+    else got_.append(buf, static_cast<size_t>(n));
+  }
   // Reads until `needle` appears (or, with an empty needle, until end-of-file), or the timeout.
   std::string read_until(const std::string& needle, std::chrono::milliseconds timeout = 3000ms) {
     const auto deadline = Clock::now() + timeout;
@@ -101,32 +110,40 @@ class Sock {
     }
     return got_;
   }
-  // The status of the first final (non-1xx) answer read so far, or -1.
-  int status() {
+  // Where the first final (non-1xx) answer read so far starts, or npos.
+  size_t final_at() const {
     size_t at = 0;
-    while ((at = got_.find("HTTP/1.1 ", at)) != std::string::npos) {
-      const int s = std::atoi(got_.c_str() + at + 9);
-      if (s >= 200) return s;
-      at += 9;
+    while (got_.compare(at, 10, "HTTP/1.1 1") == 0) {
+      const size_t end = got_.find("\r\n\r\n", at);
+      if (end == std::string::npos) return std::string::npos;
+      at = end + 4;
     }
-    return -1;
+    return got_.compare(at, 9, "HTTP/1.1 ") == 0 ? at : std::string::npos;
   }
-  // Reads one whole answer with a Content-Length and returns its status.
+  int status() const {
+    const size_t at = final_at();
+    return at == std::string::npos ? -1 : std::atoi(got_.c_str() + at + 9);
+  }
+  // Reads one whole final answer with a Content-Length and returns its status.
   int answer(std::chrono::milliseconds timeout = 3000ms) {
-    read_until("\r\n\r\n", timeout);
-    const size_t cl = got_.find("Content-Length: ");
-    const size_t head_end = got_.rfind("\r\n\r\n");
-    if (cl != std::string::npos && head_end != std::string::npos) {
-      const size_t want = head_end + 4 + std::stoul(got_.substr(cl + 16));
-      const auto deadline = Clock::now() + timeout;
-      while (got_.size() < want && Clock::now() < deadline && !closed_) read_until("\x01never", 50ms);
-    }
+    const auto deadline = Clock::now() + timeout;
+    auto whole = [&] {
+      const size_t at = final_at();
+      if (at == std::string::npos) return false;
+      const size_t head_end = got_.find("\r\n\r\n", at);
+      if (head_end == std::string::npos) return false;
+      const size_t cl = got_.find("Content-Length: ", at);
+      if (cl == std::string::npos || cl > head_end) return true;
+      return got_.size() >= head_end + 4 + std::stoul(got_.substr(cl + 16));
+    };
+    while (!whole() && !closed_ && Clock::now() < deadline) read_some(20ms);
     return status();
   }
   const std::string& got() const { return got_; }
   std::string body() const {
-    const size_t at = got_.find("\r\n\r\n", got_.rfind("HTTP/1.1 "));
-    return at == std::string::npos ? "" : got_.substr(at + 4);
+    const size_t at = final_at();
+    const size_t end = at == std::string::npos ? at : got_.find("\r\n\r\n", at);
+    return end == std::string::npos ? "" : got_.substr(end + 4);
   }
   bool closed() const { return closed_; }
 
