@@ -188,7 +188,9 @@ def main():
             time.sleep(0.1)
         base_rss = rss_mb(srv.pid)
         rest = health_stats(port)
-        lines.append(f"- at rest: /health p50 {rest['p50_ms']} ms, max {rest['max_ms']} ms; RSS {base_rss:.0f} MB")
+        rest_secs, rest_done = stream_seconds(port)
+        lines.append(f"- at rest: /health p50 {rest['p50_ms']} ms, max {rest['max_ms']} ms; a 64-token stream took "
+                     f"{rest_secs} s (completed: {rest_done}); RSS {base_rss:.0f} MB")
 
         slow = Slowloris(port, a.slow)
         slow.start()
