@@ -11,6 +11,10 @@ namespace memra::grammar {
 
 namespace {
 
+// One recursion level of Builder::build per code point of an excluded string: bounded well below
+// what a thread's stack holds (frames are ~30 KiB under AddressSanitizer, 8 MiB stacks).
+constexpr int kMaxExcludedLength = 128;
+
 // The excluded values as a trie over code points.
 struct Node {
   bool terminal = false;
@@ -25,8 +29,8 @@ class Builder {
   // excluded value and the length fits), follow a child, or leave the trie with any other
   // character (then any characters up to the length bounds).
   int32_t build(const Node& n, int64_t d, int depth) {
-    if (depth > g_.limits().max_repeat)
-      grammar_fail("json_schema: an excluded string ('not') is longer than {} characters", g_.limits().max_repeat);
+    if (depth > kMaxExcludedLength)
+      grammar_fail("json_schema: an excluded string ('not') is longer than {} characters", kMaxExcludedLength);
     std::vector<int32_t> alts;
     if (!n.terminal && d >= lo_ && (hi_ < 0 || d <= hi_)) alts.push_back(g_.empty());
     if (hi_ < 0 || d + 1 <= hi_) {
