@@ -12,13 +12,9 @@
 
 #include "chat/chat_template.h"
 #include "cli/command.h"
+#include "cli/model_source.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
-
-#if MEMRA_EMBED_DEMO
-extern "C" const uint8_t memra_demo_model_begin[];
-extern "C" const uint8_t memra_demo_model_end[];
-#endif
 
 namespace memra::cli {
 namespace {
@@ -39,19 +35,6 @@ std::string read_file(const std::string& path, const char* what) {
   return ss.str();
 }
 
-std::unique_ptr<gguf::File> open_model(const std::string& path) {
-  if (!path.empty()) return gguf::File::open(path);
-#if MEMRA_EMBED_DEMO
-  return gguf::File::from_memory(memra_demo_model_begin,
-                                 static_cast<size_t>(memra_demo_model_end - memra_demo_model_begin),
-                                 "<bundled demo model>");
-#else
-  if (!std::filesystem::exists(MEMRA_DEMO_MODEL_PATH))
-    fail("no -m given and this build has no bundled demo model; pass -m MODEL.gguf or --template FILE");
-  return gguf::File::open(MEMRA_DEMO_MODEL_PATH);
-#endif
-}
-
 // The text of the token stored under `id_key`, if the model names one.
 std::optional<std::string> token_text(const gguf::File& f, const char* id_key) {
   auto id = f.get_u64_opt(id_key);
@@ -70,7 +53,7 @@ void run(const Args& a) {
   std::string source;
   std::unique_ptr<gguf::File> model;
   if (!a.model.empty() || a.template_file.empty()) {
-    model = open_model(a.model);
+    model = open_model_file(a.model);
     options.bos_token = token_text(*model, "tokenizer.ggml.bos_token_id");
     options.eos_token = token_text(*model, "tokenizer.ggml.eos_token_id");
   }
