@@ -224,5 +224,50 @@ TEST(GpuMatmul, NormTokenReuseMatchesConverting) {
   }
 }
 
+// The RMSNorm's float output against the CPU's, and each row's bits (output and matmul form)
+// the same alone as in a batch of 9: every block of a row reduces the whole row in an order fixed
+// by the row length (k_rowwise.cu), whatever the launch shape. Lengths: a model's hidden size, one
+// that is not a multiple of 4 (scalar loads), and the kernel's longest row. Bound: the sum of
+// squares takes at most ~45 float roundings in this order (2^-24 each), halved by the square
+// root, plus the rsqrt and two products: 1e-5 relative leaves a margin of 4.
+TEST(GpuMatmul, NormMatchesCpuAndRowsAreIndependentOfTheBatch) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  auto cpu = make_cpu_backend();
+  std::vector<int64_t> dims = {emulated() ? 512 : 4096, 1002};
+  if (!emulated()) dims.push_back(8192);
+  for (int64_t dim : dims) {
+    const int64_t rows = 9, n_out = 32;
+    HostWeight a = make_weight(GgmlType::F32, dim, n_out, 51);  // any row length
+    WeightRef wa = a.ref;
+    gpu->upload_matrix(wa, a.bytes.data());
+    auto x = test::normal_floats(static_cast<size_t>(rows * dim), 3.0f, 52);
+    auto nw = test::random_floats(static_cast<size_t>(dim), 0.5f, 1.5f, 53);
+    std::vector<float> want(x.size());
+    cpu->rms_norm(x.data(), VecRef{nw.data(), dim}, want.data(), rows, dim, 1e-6f);
+    test::DevFloats dw(*gpu, nw);
+    std::vector<float> y_batch, mm_batch;
+    for (int64_t r0 : {int64_t{-1}, int64_t{0}, int64_t{4}, int64_t{8}}) {
+      // r0 < 0: all rows in one launch; else row r0 alone.
+      const int64_t n = r0 < 0 ? rows : 1, off = r0 < 0 ? 0 : r0;
+      std::vector<float> xs(x.begin() + off * dim, x.begin() + (off + n) * dim);
+      test::DevFloats dx(*gpu, xs), xn(*gpu, n * dim), mm(*gpu, n * n_out);
+      gpu->reset_scratch();
+      const uint64_t token = gpu->rms_norm(dx.get(), VecRef{dw.get(), dim}, xn.get(), n, dim, 1e-6f);
+      gpu->matmul(wa, MatmulInput(xn.get(), token), mm.get(), n, 0, false);
+      const auto y = xn.download(), m = mm.download();
+      if (r0 < 0) {
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], want[i], 1e-5f * std::fabs(want[i]) + 1e-30f) << "dim " << dim << " element " << i;
+        y_batch = y;
+        mm_batch = m;
+        continue;
+      }
+      EXPECT_EQ(0, std::memcmp(y.data(), y_batch.data() + off * dim, y.size() * 4)) << "dim " << dim << " row " << r0;
+      EXPECT_EQ(0, std::memcmp(m.data(), mm_batch.data() + off * n_out, m.size() * 4))
+          << "matmul of the norm's form, dim " << dim << " row " << r0;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memra

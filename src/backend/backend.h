@@ -165,7 +165,8 @@ class Backend : public DeviceMemory {
   // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w. Returns a token for `out` that the matmuls
   // reading it may be handed (MatmulInput): the backend may then reuse the matmul form it wrote
   // beside `out` (the CUDA backend writes f16 rows with a row scale) instead of converting again.
-  // The token is good until the next rms_norm; 0 means the backend keeps no such form.
+  // The token is good until the next rms_norm; 0 means the backend keeps no such form. `out`
+  // may not overlap `x`.
   virtual uint64_t rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) = 0;
   // out[r, j] = sum_i x[r, i] * W[mat][j, i]   (x: rows x n_in, out: rows x n_out).
   // accumulate: out[r, j] += that sum (the residual add fused into the projection; numerically

@@ -1,6 +1,16 @@
-// Writing one activation row in the f16 form of the matmuls (F16Act, kernels.h), by a whole
-// thread block: shared by act_f16 (k_act_f16.cu) and the fused RMSNorm (k_rowwise.cu), so an
-// activation has the same bits whichever kernel produced it.
+// Writing activation rows in the f16 form of the matmuls (F16Act, kernels.h): shared by act_f16
+// (k_act_f16.cu) and the fused RMSNorm (k_rowwise.cu), so an activation has the same bits
+// whichever kernel produced it.
+//
+// Launch shape (both kernels): block (r, y) of kActThreads threads converts k-tiles
+// [y * kActWarps, (y + 1) * kActWarps) of row r, one warp per k-tile; gridDim.x is the row count
+// rounded up to the 8 rows of an n-tile (rows past the last one are written as zero padding).
+// Every block of a row first reduces the whole row itself (its largest magnitude; the RMSNorm
+// also its sum of squares): a decode row is latency-bound, and spreading one row over many
+// blocks with all of its loads in flight at once costs less than a second kernel or a grid-wide
+// handshake. A redundant reduction gives the same bits in every block (the same code over the
+// same elements in the same order: the order depends on the row length only), so the result
+// does not depend on the launch shape.
 #pragma once
 
 #include <cstdint>
@@ -11,47 +21,73 @@
 
 namespace memra::cuda {
 
-// Row r (src: its cols floats, readable by every thread; valid == false: a padding row of the
-// last n-tile, written as zeros without reading src).
-__device__ __forceinline__ void write_act_row(const float* src, int64_t r, bool valid, const F16Act& a,
-                                              float* red) {
-  const int tid = static_cast<int>(threadIdx.x), nt = static_cast<int>(blockDim.x);
-  const int64_t cols = a.cols;
-  float m = 0.0f;
-  if (valid)
-    for (int64_t i = tid; i < cols; i += nt) m = fmaxf(m, fabsf(src[i]));
-  m = block_max(m, red);
-  const int e = scale_exponent(m);
-  if (tid == 0 && valid) a.exps[r] = e;
-  const float inv = exp2_int(-e);
-  const int64_t n8 = r / 8, g = r % 8;
-  auto scaled = [&](int64_t k) { return valid && k < cols ? __fmul_rn(src[k], inv) : 0.0f; };
-  auto code = [&](int64_t k) -> uint16_t { return __half_as_ushort(__float2half_rn(scaled(k))); };
+constexpr int kActWarps = 8;
+constexpr int kActThreads = kActWarps * kWarp;
+
+inline dim3 act_grid(const F16Act& a) {
+  return dim3(static_cast<unsigned>((a.rows + 7) / 8 * 8), static_cast<unsigned>((a.n_kt + kActWarps - 1) / kActWarps));
+}
+
+// Elements 4c .. 4c + 3 of a row of n floats (zeros past the end). `vec`: the row starts on a
+// 16-byte boundary and n % 4 == 0, so one 16-byte load does; otherwise four scalar loads give the
+// same values (the caller's reduction order is over chunks either way).
+__device__ __forceinline__ float4 load_chunk(const float* row, int64_t c, int64_t n, bool vec) {
+  const int64_t k = 4 * c;
+  if (vec) return *reinterpret_cast<const float4*>(row + k);
+  return make_float4(k < n ? row[k] : 0.0f, k + 1 < n ? row[k + 1] : 0.0f, k + 2 < n ? row[k + 2] : 0.0f,
+                     k + 3 < n ? row[k + 3] : 0.0f);
+}
+__device__ __forceinline__ bool chunks_vectorizable(const float* row, int64_t n) {
+  return n % 4 == 0 && reinterpret_cast<uintptr_t>(row) % 16 == 0;
+}
+__device__ __forceinline__ float abs_max4(float m, float4 v) {
+  return fmaxf(fmaxf(m, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
+}
+
+// Writes k-tile kt of row r with one warp (every lane calls it). elem(k) is element k of the row
+// for k < a.cols (called only for a valid row); inv = 2^-e_r. `out_row` (may be null): the row's
+// floats are also stored there (elem(k) as is), each element by exactly one lane.
+//   frag: lane 4b + t holds elements 32b + 2t + {0, 1, 8, 9, 16, 17, 24, 25} of the k-tile (the
+//         mma.sync B fragment of block b for column g = r % 8), hi f16 parts; frag_lo the low parts.
+//   sums: block b's 32 hi codes summed by warp_sum with element 32b + l in lane l.
+template <typename Elem>
+__device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
+                                               int64_t kt, float* out_row) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int64_t cols = a.cols, n8 = r / 8, g = r % 8;
+  auto scaled = [&](int64_t k) { return valid && k < cols ? __fmul_rn(elem(k), inv) : 0.0f; };
+  auto hi_of = [](float v) { return __float2half_rn(v); };
   // x' - hi is exact in float (hi is x' rounded to 11 bits); lo is its f16 rounding.
-  auto code_lo = [&](int64_t k) -> uint16_t {
-    const float v = scaled(k);
-    return __half_as_ushort(__float2half_rn(__fsub_rn(v, __half2float(__float2half_rn(v)))));
+  auto lo_bits = [](float v, __half hi) {
+    return __half_as_ushort(__float2half_rn(__fsub_rn(v, __half2float(hi))));
   };
-  for (int64_t idx = tid; idx < a.n_kt * 32; idx += nt) {
-    const int64_t kt = idx / 32, b = (idx / 4) % 8, t = idx % 4;
+  {
+    const int b = lane / 4, t = lane % 4;
     const int64_t k0 = kt * kTileK + 32 * b + 2 * t;
-    const int64_t at = (((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t;
     uint32_t w[4], lo[4];
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      w[p] = static_cast<uint32_t>(code(k0 + 8 * p)) | static_cast<uint32_t>(code(k0 + 8 * p + 1)) << 16;
-      lo[p] = static_cast<uint32_t>(code_lo(k0 + 8 * p)) | static_cast<uint32_t>(code_lo(k0 + 8 * p + 1)) << 16;
+      const float v0 = scaled(k0 + 8 * p), v1 = scaled(k0 + 8 * p + 1);
+      const __half h0 = hi_of(v0), h1 = hi_of(v1);
+      w[p] = static_cast<uint32_t>(__half_as_ushort(h0)) | static_cast<uint32_t>(__half_as_ushort(h1)) << 16;
+      lo[p] = static_cast<uint32_t>(lo_bits(v0, h0)) | static_cast<uint32_t>(lo_bits(v1, h1)) << 16;
     }
+    const int64_t at = (((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t;
     reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
     reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
-  // Block sums: warp w takes blocks w, w + n_warps, ...; lane l holds element l and warp_sum's
-  // fixed butterfly adds them (every lane gets the same bits).
-  const int lane = tid % kWarp, n_warps = nt / kWarp;
-  for (int64_t blk = tid / kWarp; blk < a.n_kt * 8; blk += n_warps) {
-    const float sum = warp_sum(__half2float(__ushort_as_half(code(blk * 32 + lane))));
-    if (lane == 0) a.sums[(n8 * a.n_kt * 8 + blk) * 8 + g] = sum;
+  float s[kTileBlocks];
+#pragma unroll
+  for (int b = 0; b < kTileBlocks; ++b) {
+    const int64_t k = kt * kTileK + 32 * b + lane;
+    s[b] = __half2float(hi_of(scaled(k)));
+    if (out_row != nullptr && valid && k < cols) out_row[k] = elem(k);
   }
+#pragma unroll
+  for (int b = 0; b < kTileBlocks; ++b) s[b] = warp_sum(s[b]);
+  if (lane == 0)
+#pragma unroll
+    for (int b = 0; b < kTileBlocks; ++b) a.sums[((n8 * a.n_kt + kt) * 8 + b) * 8 + g] = s[b];
 }
 
 }  // namespace memra::cuda

@@ -1,4 +1,4 @@
-// act_f16: float activation rows to the f16 form of the matmuls (act_f16.cuh), one block per row.
+// act_f16: float activation rows to the f16 form of the matmuls (act_f16.cuh: the layout and the launch shape).
 #include "backend/cuda/act_f16.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/launch.cuh"
@@ -6,20 +6,25 @@
 namespace memra::cuda {
 namespace {
 
-constexpr int kThreads = 512;
-
-// The row is staged in shared memory first (coalesced loads once; write_act_row then reads
-// each element several times).
-__global__ void __launch_bounds__(kThreads) act_f16_kernel(const float* __restrict__ x, const F16Act a) {
+// One row's largest magnitude, then one warp per k-tile (act_f16.cuh: the launch shape).
+__global__ void __launch_bounds__(kActThreads) act_f16_kernel(const float* __restrict__ x, const F16Act a) {
   pdl_enter();
   __shared__ float red[32];
-  MEMRA_DYNAMIC_SMEM(float, row, 16);
   const int64_t r = blockIdx.x;
   const bool valid = r < a.rows;
-  if (valid)
-    for (int64_t i = threadIdx.x; i < a.cols; i += blockDim.x) row[i] = x[r * a.cols + i];
-  __syncthreads();
-  write_act_row(row, r, valid, a, red);
+  const float* xr = valid ? x + r * a.cols : x;
+  float m = 0.0f;
+  if (valid) {
+    const bool vec = chunks_vectorizable(xr, a.cols);
+    const int64_t n_chunks = (a.cols + 3) / 4;
+#pragma unroll 4
+    for (int64_t c = threadIdx.x; c < n_chunks; c += blockDim.x) m = abs_max4(m, load_chunk(xr, c, a.cols, vec));
+  }
+  m = block_max(m, red);
+  const int e = scale_exponent(m);
+  if (valid && threadIdx.x == 0 && blockIdx.y == 0) a.exps[r] = e;
+  const int64_t kt = static_cast<int64_t>(blockIdx.y) * kActWarps + threadIdx.x / kWarp;
+  if (kt < a.n_kt) write_act_tile([&](int64_t k) { return xr[k]; }, r, valid, exp2_int(-e), a, kt, nullptr);
 }
 
 }  // namespace
@@ -34,14 +39,7 @@ size_t act_f16_sums_bytes(int64_t rows, int64_t cols) {
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {
   MEMRA_ASSERT(out.n_kt == k_tiles(out.cols) && out.frag && out.frag_lo && out.sums && out.exps);
   if (out.rows == 0) return;
-  const size_t smem = static_cast<size_t>(out.cols) * sizeof(float);
-  MEMRA_ASSERT(smem <= (227u << 10), "act_f16: rows of {} floats do not fit in shared memory", out.cols);
-  static size_t configured = 0;  // the dynamic shared memory limit raised so far (static + dynamic may pass 48 KiB)
-  if (smem > configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(act_f16_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    configured = smem;
-  }
-  launch(act_f16_kernel, static_cast<unsigned>((out.rows + 7) / 8 * 8), kThreads, smem, stream, x, out);
+  launch(act_f16_kernel, act_grid(out), kActThreads, 0, stream, x, out);
   CUDA_LAUNCH_CHECK();
 }
 

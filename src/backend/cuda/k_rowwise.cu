@@ -19,86 +19,64 @@ __global__ void embed_kernel(const DevWeight w, const int32_t* __restrict__ toke
   out[r * w.n_in + i] = decode_weight(w, w.data, tokens[r], i);
 }
 
-// RMSNorm of one row per thread block. Each thread keeps its elements in registers (loaded once,
-// all loads in flight together); the sum of squares is a per-thread fma chain over its elements
-// in index order, then block_sum's fixed tree. kMaxPerThread * blockDim.x >= dim.
-constexpr int kNormThreads = 1024;
-constexpr int kMaxPerThread = 8;  // dim up to 8192
+// RMSNorm fused with the f16 form of its output (act_f16.cuh: one warp per k-tile, every block
+// of a row reduces the whole row). y_k = (x_k * scale) * w_k with scale = 1 / sqrt(ss / dim + eps);
+// ss: thread i takes the row's 4-element chunks i, i + kActThreads, ... in order, an fma chain
+// over each chunk's elements in index order, then block_sum's fixed tree: the order depends on
+// dim only. Each thread keeps its chunks of x and w in registers (loaded once, all in flight).
+constexpr int kNormMaxChunks = 8;  // dim up to 4 * 8 * kActThreads = 8192
+constexpr int64_t kNormMaxDim = int64_t{4} * kNormMaxChunks * kActThreads;
 
-__device__ __forceinline__ float row_rms_scale(const float* xr, int64_t dim, float eps, float (&v)[kMaxPerThread],
-                                               float* red) {
-  float ss = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kMaxPerThread; ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    v[k] = i < dim ? xr[i] : 0.0f;
-  }
-#pragma unroll
-  for (int k = 0; k < kMaxPerThread; ++k) ss = __fmaf_rn(v[k], v[k], ss);
-  ss = block_sum(ss, red);
-  return __frsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(dim)), eps));
-}
-
-// The norm weights (never written by a kernel) into registers before waiting for the previous
-// kernel (launch.cuh), so their load overlaps it instead of following the reduction.
-__device__ __forceinline__ void load_norm_weights(const float* __restrict__ w, int64_t dim, float (&wv)[kMaxPerThread]) {
-#pragma unroll
-  for (int k = 0; k < kMaxPerThread; ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    wv[k] = i < dim ? w[i] : 0.0f;
-  }
-}
-
-__global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                                                               float* __restrict__ out, int64_t dim, float eps) {
-  float wv[kMaxPerThread];
-  load_norm_weights(w, dim, wv);
-  pdl_enter();
-  __shared__ float red[32];
-  float v[kMaxPerThread];
-  const float scale = row_rms_scale(x + blockIdx.x * dim, dim, eps, v, red);
-#pragma unroll
-  for (int k = 0; k < kMaxPerThread; ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    if (i < dim) out[blockIdx.x * dim + i] = __fmul_rn(__fmul_rn(v[k], scale), wv[k]);
-  }
-}
-
-// The same values as rms_norm_kernel, also staged in shared memory (dim floats) so the block
-// can write the row's f16 form (write_act_row). Blocks past the last row write the zero padding
-// rows of the last n-tile.
-__global__ void __launch_bounds__(kNormThreads)
+__global__ void __launch_bounds__(kActThreads)
     rms_norm_act_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
                         const F16Act a, int64_t dim, float eps) {
-  float wv[kMaxPerThread];
-  load_norm_weights(w, dim, wv);
+  const int64_t n_chunks = (dim + 3) / 4;
+  const int tid = static_cast<int>(threadIdx.x);
+  // The norm weights (never written by a kernel) are loaded before waiting for the previous
+  // kernel (launch.cuh), so their loads overlap it.
+  const bool w_vec = chunks_vectorizable(w, dim);
+  float4 wv[kNormMaxChunks];
+#pragma unroll
+  for (int j = 0; j < kNormMaxChunks; ++j) {
+    const int64_t c = tid + int64_t{j} * kActThreads;
+    wv[j] = c < n_chunks ? load_chunk(w, c, dim, w_vec) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
   pdl_enter();
   __shared__ float red[32];
-  MEMRA_DYNAMIC_SMEM(float, row, 16);
   const int64_t r = blockIdx.x;
   const bool valid = r < a.rows;
+  const float* xr = valid ? x + r * dim : x;
+  float4 xv[kNormMaxChunks];
+  float ss = 0.0f;
   if (valid) {
-    float v[kMaxPerThread];
-    const float scale = row_rms_scale(x + r * dim, dim, eps, v, red);
+    const bool x_vec = chunks_vectorizable(xr, dim);
 #pragma unroll
-    for (int k = 0; k < kMaxPerThread; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-      if (i >= dim) break;
-      const float y = __fmul_rn(__fmul_rn(v[k], scale), wv[k]);
-      out[r * dim + i] = y;
-      row[i] = y;
+    for (int j = 0; j < kNormMaxChunks; ++j) {
+      const int64_t c = tid + int64_t{j} * kActThreads;
+      xv[j] = c < n_chunks ? load_chunk(xr, c, dim, x_vec) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int j = 0; j < kNormMaxChunks; ++j) {
+      ss = __fmaf_rn(xv[j].x, xv[j].x, ss);
+      ss = __fmaf_rn(xv[j].y, xv[j].y, ss);
+      ss = __fmaf_rn(xv[j].z, xv[j].z, ss);
+      ss = __fmaf_rn(xv[j].w, xv[j].w, ss);
     }
   }
-  __syncthreads();
-  write_act_row(row, r, valid, a, red);
-}
-
-unsigned norm_threads(int64_t dim) {
-  // About 4 elements per thread (a single row is latency-bound: spread it over many warps), at
-  // most kMaxPerThread; a multiple of 32.
-  int64_t t = std::max<int64_t>((dim + 3) / 4, (dim + kMaxPerThread - 1) / kMaxPerThread);
-  t = std::max<int64_t>(64, (t + 31) / 32 * 32);
-  return static_cast<unsigned>(std::min<int64_t>(t, kNormThreads));
+  ss = block_sum(ss, red);
+  const float scale = __frsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(dim)), eps));
+  auto y = [scale](float xk, float wk) { return __fmul_rn(__fmul_rn(xk, scale), wk); };
+  float m = 0.0f;
+  if (valid)
+#pragma unroll
+    for (int j = 0; j < kNormMaxChunks; ++j)  // chunks past the row hold zeros: |0| adds nothing
+      m = abs_max4(m, make_float4(y(xv[j].x, wv[j].x), y(xv[j].y, wv[j].y), y(xv[j].z, wv[j].z), y(xv[j].w, wv[j].w)));
+  m = block_max(m, red);
+  const int e = scale_exponent(m);
+  if (valid && tid == 0 && blockIdx.y == 0) a.exps[r] = e;
+  const int64_t kt = static_cast<int64_t>(blockIdx.y) * kActWarps + tid / kWarp;
+  if (kt < a.n_kt)
+    write_act_tile([&](int64_t k) { return y(xr[k], w[k]); }, r, valid, exp2_int(-e), a, kt, valid ? out + r * dim : nullptr);
 }
 
 __global__ void silu_mul_kernel(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
@@ -137,27 +115,14 @@ void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, 
   CUDA_LAUNCH_CHECK();
 }
 
-void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps, cudaStream_t stream) {
-  MEMRA_ASSERT(dim <= int64_t{kNormThreads} * kMaxPerThread);
-  if (rows == 0) return;
-  launch(rms_norm_kernel, static_cast<unsigned>(rows), norm_threads(dim), 0, stream, x, w, out, dim, eps);
-  CUDA_LAUNCH_CHECK();
-}
-
 void rms_norm_act(const float* x, const float* w, float* out, const F16Act& act, int64_t rows, int64_t dim, float eps,
                   cudaStream_t stream) {
   MEMRA_ASSERT(act.rows == rows && act.cols == dim && act.n_kt == k_tiles(dim));
-  MEMRA_ASSERT(dim <= int64_t{kNormThreads} * kMaxPerThread);
+  MEMRA_ASSERT(dim <= kNormMaxDim, "rms_norm: rows of {} floats are longer than the kernel's {}", dim, kNormMaxDim);
+  MEMRA_ASSERT(out + rows * dim <= x || x + rows * dim <= out,
+               "rms_norm: the output overlaps the input (every block of a row reads the whole input row)");
   if (rows == 0) return;
-  const size_t smem = static_cast<size_t>(dim) * sizeof(float);
-  static size_t configured = 0;  // the dynamic shared memory limit raised so far (static + dynamic may pass 48 KiB)
-  if (smem > configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(rms_norm_act_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(smem)));
-    configured = smem;
-  }
-  launch(rms_norm_act_kernel, static_cast<unsigned>((rows + 7) / 8 * 8), norm_threads(dim), smem, stream, x, w, out,
-         act, dim, eps);
+  launch(rms_norm_act_kernel, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
   CUDA_LAUNCH_CHECK();
 }
 

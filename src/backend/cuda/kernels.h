@@ -87,9 +87,8 @@ void moe_combine(const float* y, const MoeRouting& r, int k, const float* shared
 
 // ---- row-wise ----
 void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, float* out, cudaStream_t stream);
-void rms_norm(const float* x, const float* w, float* out, int64_t rows, int64_t dim, float eps, cudaStream_t stream);
-// rms_norm that also writes the f16 form of `out` (act_f16's bits): the norm that feeds a group
-// of matmuls saves a launch and a pass.
+// RMSNorm that also writes the f16 form of `out` (act_f16's bits): the norm that feeds a group of
+// matmuls saves a launch and a pass.
 void rms_norm_act(const float* x, const float* w, float* out, const F16Act& act, int64_t rows, int64_t dim, float eps,
                   cudaStream_t stream);
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
