@@ -227,13 +227,14 @@ TEST(GpuMatmul, NormTokenReuseMatchesConverting) {
 // The RMSNorm's float output against the CPU's, and each row's bits (output and matmul form)
 // the same alone as in a batch of 9: every block of a row reduces the whole row in an order fixed
 // by the row length (k_rowwise.cu), whatever the launch shape. Lengths: a model's hidden size, one
-// that is not a multiple of 4 (scalar loads), and the kernel's longest row. Bound: the sum of
+// that is not a multiple of 4 (scalar loads), the longest row held in registers (8192) and a
+// longer one (read again for each pass). Bound: the sum of
 // squares takes at most ~45 float roundings in this order (2^-24 each), halved by the square
 // root, plus the rsqrt and two products: 1e-5 relative leaves a margin of 4.
 TEST(GpuMatmul, NormMatchesCpuAndRowsAreIndependentOfTheBatch) {
   MEMRA_GPU_OR_SKIP(gpu);
   auto cpu = make_cpu_backend();
-  std::vector<int64_t> dims = {emulated() ? 512 : 4096, 1002};
+  std::vector<int64_t> dims = {emulated() ? 512 : 4096, 1002, 9000};
   if (!emulated()) dims.push_back(8192);
   for (int64_t dim : dims) {
     const int64_t rows = 9, n_out = 32;

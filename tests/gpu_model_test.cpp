@@ -293,5 +293,24 @@ TEST(GpuModel, WeightsThatDoNotFitAreAClearError) {
   EXPECT_EQ(gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 1, 1), gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 16, 1));
 }
 
+// A model whose head sizes the CUDA kernels are not built for is refused with a message (Engine
+// prints it with the file name and "use --device cpu") before any weight is uploaded, instead of
+// reaching a kernel's shape assert.
+TEST(GpuModel, UnsupportedHeadSizesAreAClearError) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  EXPECT_EQ(gpu->unsupported_heads(256, 128), "");  // Qwen3.5
+  EXPECT_EQ(gpu->unsupported_heads(128, 0), "");    // plain attention
+  EXPECT_EQ(gpu->unsupported_heads(0, 0), "");
+  const std::string attention = gpu->unsupported_heads(96, 128);
+  EXPECT_NE(attention.find("attention supports head sizes 64, 128 and 256, not 96"), std::string::npos) << attention;
+  for (int d : {16, 48, 288}) {
+    const std::string deltanet = gpu->unsupported_heads(256, d);
+    EXPECT_NE(deltanet.find("Gated DeltaNet supports head sizes that are multiples of 32 up to 256, not " +
+                            std::to_string(d)),
+              std::string::npos)
+        << deltanet;
+  }
+}
+
 }  // namespace
 }  // namespace memra

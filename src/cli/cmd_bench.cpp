@@ -23,6 +23,7 @@
 #include <random>
 
 #include "cli/command.h"
+#include "cli/git_commit.h"
 #include "cli/model_source.h"
 #include "common/error.h"
 #include "gguf/gguf.h"
@@ -33,9 +34,6 @@
 #include "step/sampling.h"
 #include "tokenizer/tokenizer.h"
 
-#ifndef MEMRA_GIT_COMMIT
-#define MEMRA_GIT_COMMIT "unknown"
-#endif
 
 namespace memra::cli {
 namespace {
@@ -157,7 +155,7 @@ void run(const Args& a) {
                         {"test", test}, {"depth", depth}, {"batch", batch}, {"tps_median", tps.median},
                         {"tps_stddev", tps.stddev}, {"step_ms", step_ms}, {"floor_ms", floor_ms},
                         {"frac_floor", floor_ms > 0 ? floor_ms / step_ms : 0.0}, {"read_bw_Bps", bw},
-                        {"reps", a.reps}, {"commit", MEMRA_GIT_COMMIT}};
+                        {"reps", a.reps}, {"commit", git_commit()}};
     if (a.jsonl == "-") std::fprintf(stderr, "%s\n", j.dump().c_str());
     else if (jsonl_file) jsonl_file << j.dump() << "\n";
   };

@@ -23,60 +23,79 @@ __global__ void embed_kernel(const DevWeight w, const int32_t* __restrict__ toke
 // of a row reduces the whole row). y_k = (x_k * scale) * w_k with scale = 1 / sqrt(ss / dim + eps);
 // ss: thread i takes the row's 4-element chunks i, i + kActThreads, ... in order, an fma chain
 // over each chunk's elements in index order, then block_sum's fixed tree: the order depends on
-// dim only. Each thread keeps its chunks of x and w in registers (loaded once, all in flight).
-constexpr int kNormMaxChunks = 8;  // dim up to 4 * 8 * kActThreads = 8192
-constexpr int64_t kNormMaxDim = int64_t{4} * kNormMaxChunks * kActThreads;
+// dim only. Rows up to kNormRegDim keep each thread's chunks of x and w in registers (loaded
+// once, all in flight); longer rows read them again for each pass (kRegChunks = 0), in the same
+// order, so both forms give the same bits.
+constexpr int kNormRegChunks = 8;
+constexpr int64_t kNormRegDim = int64_t{4} * kNormRegChunks * kActThreads;  // 8192
 
+template <int kRegChunks>
 __global__ void __launch_bounds__(kActThreads)
     rms_norm_act_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
                         const F16Act a, int64_t dim, float eps) {
+  constexpr int kHeld = kRegChunks > 0 ? kRegChunks : 1;
   const int64_t n_chunks = (dim + 3) / 4;
   const int tid = static_cast<int>(threadIdx.x);
+  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   // The norm weights (never written by a kernel) are loaded before waiting for the previous
   // kernel (launch.cuh), so their loads overlap it.
   const bool w_vec = chunks_vectorizable(w, dim);
-  float4 wv[kNormMaxChunks];
+  float4 wv[kHeld];
+  if constexpr (kRegChunks > 0) {
 #pragma unroll
-  for (int j = 0; j < kNormMaxChunks; ++j) {
-    const int64_t c = tid + int64_t{j} * kActThreads;
-    wv[j] = c < n_chunks ? load_chunk(w, c, dim, w_vec) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int j = 0; j < kRegChunks; ++j) {
+      const int64_t c = tid + int64_t{j} * kActThreads;
+      wv[j] = c < n_chunks ? load_chunk(w, c, dim, w_vec) : zero;
+    }
   }
   pdl_enter();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const bool valid = r < a.rows;
   const float* xr = valid ? x + r * dim : x;
-  float4 xv[kNormMaxChunks];
+  const bool x_vec = chunks_vectorizable(xr, dim);
+  float4 xv[kHeld];
+  auto add_squares = [](float ss, float4 v) {
+    ss = __fmaf_rn(v.x, v.x, ss);
+    ss = __fmaf_rn(v.y, v.y, ss);
+    ss = __fmaf_rn(v.z, v.z, ss);
+    return __fmaf_rn(v.w, v.w, ss);
+  };
   float ss = 0.0f;
   if (valid) {
-    const bool x_vec = chunks_vectorizable(xr, dim);
+    if constexpr (kRegChunks > 0) {
 #pragma unroll
-    for (int j = 0; j < kNormMaxChunks; ++j) {
-      const int64_t c = tid + int64_t{j} * kActThreads;
-      xv[j] = c < n_chunks ? load_chunk(xr, c, dim, x_vec) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
+      for (int j = 0; j < kRegChunks; ++j) {
+        const int64_t c = tid + int64_t{j} * kActThreads;
+        xv[j] = c < n_chunks ? load_chunk(xr, c, dim, x_vec) : zero;
+      }
 #pragma unroll
-    for (int j = 0; j < kNormMaxChunks; ++j) {
-      ss = __fmaf_rn(xv[j].x, xv[j].x, ss);
-      ss = __fmaf_rn(xv[j].y, xv[j].y, ss);
-      ss = __fmaf_rn(xv[j].z, xv[j].z, ss);
-      ss = __fmaf_rn(xv[j].w, xv[j].w, ss);
+      for (int j = 0; j < kRegChunks; ++j) ss = add_squares(ss, xv[j]);  // zero chunks add +0 exactly
+    } else {
+      for (int64_t c = tid; c < n_chunks; c += kActThreads) ss = add_squares(ss, load_chunk(xr, c, dim, x_vec));
     }
   }
   ss = block_sum(ss, red);
   const float scale = __frsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(dim)), eps));
   auto y = [scale](float xk, float wk) { return __fmul_rn(__fmul_rn(xk, scale), wk); };
+  auto y4 = [&](float4 xc, float4 wc) { return make_float4(y(xc.x, wc.x), y(xc.y, wc.y), y(xc.z, wc.z), y(xc.w, wc.w)); };
   float m = 0.0f;
-  if (valid)
+  if (valid) {
+    if constexpr (kRegChunks > 0) {
 #pragma unroll
-    for (int j = 0; j < kNormMaxChunks; ++j)  // chunks past the row hold zeros: |0| adds nothing
-      m = abs_max4(m, make_float4(y(xv[j].x, wv[j].x), y(xv[j].y, wv[j].y), y(xv[j].z, wv[j].z), y(xv[j].w, wv[j].w)));
+      for (int j = 0; j < kRegChunks; ++j) m = abs_max4(m, y4(xv[j], wv[j]));  // zero chunks: |0| adds nothing
+    } else {
+      for (int64_t c = tid; c < n_chunks; c += kActThreads)
+        m = abs_max4(m, y4(load_chunk(xr, c, dim, x_vec), load_chunk(w, c, dim, w_vec)));
+    }
+  }
   m = block_max(m, red);
   const int e = scale_exponent(m);
   if (valid && tid == 0 && blockIdx.y == 0) a.exps[r] = e;
   const int64_t kt = static_cast<int64_t>(blockIdx.y) * kActWarps + tid / kWarp;
   if (kt < a.n_kt)
-    write_act_tile([&](int64_t k) { return y(xr[k], w[k]); }, r, valid, exp2_int(-e), a, kt, valid ? out + r * dim : nullptr);
+    write_act_tile([&](int64_t k) { return y(xr[k], w[k]); }, r, valid, exp2_int(-e), a, kt,
+                   valid ? out + r * dim : nullptr);
 }
 
 __global__ void silu_mul_kernel(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
@@ -118,11 +137,13 @@ void embed_rows(const DevWeight& table, const DeviceStep& step, int64_t n_rows, 
 void rms_norm_act(const float* x, const float* w, float* out, const F16Act& act, int64_t rows, int64_t dim, float eps,
                   cudaStream_t stream) {
   MEMRA_ASSERT(act.rows == rows && act.cols == dim && act.n_kt == k_tiles(dim));
-  MEMRA_ASSERT(dim <= kNormMaxDim, "rms_norm: rows of {} floats are longer than the kernel's {}", dim, kNormMaxDim);
   MEMRA_ASSERT(out + rows * dim <= x || x + rows * dim <= out,
                "rms_norm: the output overlaps the input (every block of a row reads the whole input row)");
   if (rows == 0) return;
-  launch(rms_norm_act_kernel, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+  if (dim <= kNormRegDim)
+    launch(rms_norm_act_kernel<kNormRegChunks>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+  else
+    launch(rms_norm_act_kernel<0>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
   CUDA_LAUNCH_CHECK();
 }
 
