@@ -293,23 +293,34 @@ TEST(GpuModel, WeightsThatDoNotFitAreAClearError) {
   EXPECT_EQ(gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 1, 1), gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 16, 1));
 }
 
-// A model whose head sizes the CUDA kernels are not built for is refused with a message (Engine
+// A model whose dimensions the CUDA kernels are not built for is refused with a message (Engine
 // prints it with the file name and "use --device cpu") before any weight is uploaded, instead of
 // reaching a kernel's shape assert.
-TEST(GpuModel, UnsupportedHeadSizesAreAClearError) {
+TEST(GpuModel, UnsupportedDimensionsAreAClearError) {
   MEMRA_GPU_OR_SKIP(gpu);
-  EXPECT_EQ(gpu->unsupported_heads(256, 128), "");  // Qwen3.5
-  EXPECT_EQ(gpu->unsupported_heads(128, 0), "");    // plain attention
-  EXPECT_EQ(gpu->unsupported_heads(0, 0), "");
-  const std::string attention = gpu->unsupported_heads(96, 128);
-  EXPECT_NE(attention.find("attention supports head sizes 64, 128 and 256, not 96"), std::string::npos) << attention;
-  for (int d : {16, 48, 288}) {
-    const std::string deltanet = gpu->unsupported_heads(256, d);
-    EXPECT_NE(deltanet.find("Gated DeltaNet supports head sizes that are multiples of 32 up to 256, not " +
-                            std::to_string(d)),
-              std::string::npos)
-        << deltanet;
-  }
+  auto dims = [](int attn, int gdn, int conv = 0, int n_expert = 0, int n_used = 0) {
+    ModelDims d;
+    d.attention_head_dim = attn;
+    d.deltanet_head_dim = gdn;
+    d.conv_kernel = conv;
+    d.n_expert = n_expert;
+    d.n_expert_used = n_used;
+    return d;
+  };
+  EXPECT_EQ(gpu->unsupported(dims(256, 128, 4, 256, 8)), "");  // Qwen3.5 MoE
+  EXPECT_EQ(gpu->unsupported(dims(128, 0)), "");               // plain attention
+  EXPECT_EQ(gpu->unsupported(ModelDims{}), "");
+  auto expect_says = [&](const ModelDims& d, const std::string& what) {
+    const std::string m = gpu->unsupported(d);
+    EXPECT_NE(m.find(what), std::string::npos) << m;
+  };
+  expect_says(dims(96, 128), "attention supports head sizes 64, 128 and 256, not 96");
+  for (int d : {16, 48, 288})
+    expect_says(dims(256, d), "Gated DeltaNet supports head sizes that are multiples of 32 up to 256, not " +
+                                  std::to_string(d));
+  expect_says(dims(256, 128, 9), "convolution supports kernels of up to 8 taps, not 9");
+  expect_says(dims(256, 128, 4, 8192, 8), "up to 4096 experts with up to 64 used per token, not 8192 with 8");
+  expect_says(dims(256, 128, 4, 256, 65), "not 256 with 65");
 }
 
 }  // namespace

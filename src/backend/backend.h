@@ -97,6 +97,15 @@ struct MatmulInput {
   MatmulInput(const float* rows, uint64_t token) : x(rows), norm_token(token) {}
 };
 
+// The dimensions of a model that a backend's kernels may be built for (0: the model has no such
+// layers).
+struct ModelDims {
+  int attention_head_dim = 0;
+  int deltanet_head_dim = 0;
+  int conv_kernel = 0;  // the Gated DeltaNet's short convolution
+  int n_expert = 0, n_expert_used = 0;
+};
+
 class Backend : public DeviceMemory {
  public:
   virtual ~Backend() = default;
@@ -131,12 +140,11 @@ class Backend : public DeviceMemory {
   // Streaming-read bandwidth of this device in bytes/s, measured with a read-only kernel (the
   // denominator of the bandwidth floor); 0 where not meaningful (CPU).
   virtual double measure_read_bandwidth() { return 0.0; }
-  // Why this backend cannot run layers with these head sizes ("" when it can; 0: the model has no
-  // such layers). Checked when a model loads, so a model the kernels do not cover is an error
-  // message rather than an assertion in the middle of a step.
-  virtual std::string unsupported_heads(int attention_head_dim, int deltanet_head_dim) const {
-    (void)attention_head_dim;
-    (void)deltanet_head_dim;
+  // Why this backend cannot run a model of these dimensions ("" when it can). Checked when a model
+  // loads, so a model the kernels do not cover is an error message rather than an assertion in
+  // the middle of a step.
+  virtual std::string unsupported(const ModelDims& dims) const {
+    (void)dims;
     return {};
   }
   // KV cache element type this backend stores (F32 on the CPU, F16 on CUDA by default).

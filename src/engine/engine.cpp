@@ -54,8 +54,15 @@ void Engine::init(const EngineOptions& opts) {
   if (opts.prefill_chunk < 1) fail("the prefill chunk must be at least 1 token, got {}", opts.prefill_chunk);
   const ModelConfig probe = ModelConfig::from_gguf(*file_);
   backend_ = make_backend(opts);
-  const std::string unsupported =
-      backend_->unsupported_heads(probe.n_head > 0 ? probe.head_dim : 0, probe.has_ssm() ? probe.ssm_d : 0);
+  ModelDims dims;
+  dims.attention_head_dim = probe.n_head > 0 ? probe.head_dim : 0;
+  if (probe.has_ssm()) {
+    dims.deltanet_head_dim = probe.ssm_d;
+    dims.conv_kernel = probe.ssm_conv_kernel;
+  }
+  dims.n_expert = probe.n_expert;
+  dims.n_expert_used = probe.n_expert_used;
+  const std::string unsupported = backend_->unsupported(dims);
   if (!unsupported.empty()) fail("{}: {}; use --device cpu", file_->path(), unsupported);
   model_ = Model::load(*file_, *backend_);
   runner_ = std::make_unique<StepRunner>(*model_, *backend_, opts.phase_timing);

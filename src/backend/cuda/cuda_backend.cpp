@@ -95,6 +95,25 @@ CudaBackend::~CudaBackend() {
 
 std::string CudaBackend::name() const { return "cuda (" + device_name_ + ")"; }
 
+// The model dimensions the kernels are built for (kernels.h's limits).
+std::string CudaBackend::unsupported(const ModelDims& d) const {
+  if (d.attention_head_dim != 0 && d.attention_head_dim != 64 && d.attention_head_dim != 128 &&
+      d.attention_head_dim != 256)
+    return fmt::format("the CUDA backend's attention supports head sizes 64, 128 and 256, not {}", d.attention_head_dim);
+  if (d.deltanet_head_dim != 0 &&
+      (d.deltanet_head_dim < 32 || d.deltanet_head_dim > 256 || d.deltanet_head_dim % 32 != 0))
+    return fmt::format("the CUDA backend's Gated DeltaNet supports head sizes that are multiples of 32 up to 256, not {}",
+                       d.deltanet_head_dim);
+  if (d.conv_kernel > kMaxConvKernel)
+    return fmt::format("the CUDA backend's Gated DeltaNet convolution supports kernels of up to {} taps, not {}",
+                       kMaxConvKernel, d.conv_kernel);
+  if (d.n_expert > kMaxExperts || d.n_expert_used > kMaxExpertsUsed)
+    return fmt::format("the CUDA backend's MoE routing supports up to {} experts with up to {} used per token, not {} "
+                       "with {}",
+                       kMaxExperts, kMaxExpertsUsed, d.n_expert, d.n_expert_used);
+  return {};
+}
+
 // ---- memory ----
 
 void* CudaBackend::alloc(size_t bytes) {

@@ -40,15 +40,7 @@ class CudaBackend final : public Backend {
   void reset_scratch() override;
   size_t scratch_mark() const override { return arena_used_; }
   void scratch_release(size_t mark) override { arena_used_ = mark; }
-  // The head sizes the kernels are built for (k_attention.cu, k_deltanet.cu).
-  std::string unsupported_heads(int attention_head_dim, int deltanet_head_dim) const override {
-    if (attention_head_dim != 0 && attention_head_dim != 64 && attention_head_dim != 128 && attention_head_dim != 256)
-      return "the CUDA backend's attention supports head sizes 64, 128 and 256, not " + std::to_string(attention_head_dim);
-    if (deltanet_head_dim != 0 && (deltanet_head_dim < 32 || deltanet_head_dim > 256 || deltanet_head_dim % 32 != 0))
-      return "the CUDA backend's Gated DeltaNet supports head sizes that are multiples of 32 up to 256, not " +
-             std::to_string(deltanet_head_dim);
-    return {};
-  }
+  std::string unsupported(const ModelDims& dims) const override;
   double measure_read_bandwidth() override;
   GgmlType kv_type() const override { return kv_type_; }
 

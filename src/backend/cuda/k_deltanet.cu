@@ -20,7 +20,6 @@ namespace {
 // ---------------------------------------------------------------- conv1d + SiLU ----
 
 constexpr int kConvThreads = 128;
-constexpr int kMaxConvKernel = 8;
 
 // Thread (ch, seq): the K-wide window of channel ch slides over the sequence's rows in
 // registers: win[0..K-2] is the history (state rows, oldest first), win[K-1] the new row. Each

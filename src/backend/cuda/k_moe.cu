@@ -176,7 +176,7 @@ __global__ void combine_kernel(const float* __restrict__ y, const int32_t* __res
 
 void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm_topk, const MoeRouting& r,
                cudaStream_t stream) {
-  MEMRA_ASSERT(n_expert >= 1 && k >= 1 && k <= 64 && k <= n_expert && n_expert <= 4096);
+  MEMRA_ASSERT(n_expert >= 1 && k >= 1 && k <= kMaxExpertsUsed && k <= n_expert && n_expert <= kMaxExperts);
   MEMRA_ASSERT(r.groups == static_cast<int>(std::min<int64_t>(rows * k, n_expert)));
   if (rows == 0) return;
   const size_t route_smem = static_cast<size_t>(n_expert) * (sizeof(double) + 1);

@@ -11,11 +11,16 @@
 
 namespace memra::cuda {
 
+// Model dimensions the kernels are built for (CudaBackend::unsupported refuses a model past them).
+constexpr int kMaxConvKernel = 8;      // k_deltanet.cu: the convolution window held per channel
+constexpr int kMaxExperts = 4096;      // k_moe.cu: routing
+constexpr int kMaxExpertsUsed = 64;    // k_moe.cu: top-k per token
+
 // ---- activations in the f16 form the matmuls consume (matmul_order.h) ----
 // Row r of x, scaled by 2^-exps[r] and rounded to f16, in the tensor-core B-fragment order:
 // frag[n8][kt][b][g][t] is 16 bytes = the 4 half2 pairs (p = 0..3) of elements
-// kt*256 + 32b + 8p + 2t + {0, 1} of row 8*n8 + g. sums[n8][kt][b][g] is the left-to-right float
-// sum of the block's 32 f16 values (the K-quants' min term). frag_lo (same layout) holds the
+// kt*256 + 32b + 8p + 2t + {0, 1} of row 8*n8 + g. sums[n8][kt][b][g] is the float sum of the
+// block's 32 f16 values in warp_sum's butterfly (matmul_order.h) (the K-quants' min term). frag_lo (same layout) holds the
 // f16 rounding of what frag leaves out (x' - hi), which the float weight types also multiply, so
 // their products see ~22 bits of each activation. Rows are padded with zeros to whole n-tiles of
 // 8 and columns to whole k-tiles of 256.
