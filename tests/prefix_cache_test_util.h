@@ -14,7 +14,7 @@
 namespace memra::test {
 
 // A prompt fed as the scheduler feeds it: resumed from the cache where it can be, the rest
-// prefilled chunk by chunk while the cache records it.
+// prefilled chunk by chunk (stopping at the cache's snapshot points) while the cache records it.
 struct Warm {
   std::shared_ptr<SequenceCache> seq;
   std::vector<float> logits;
@@ -34,8 +34,9 @@ inline Warm prefill_warm(Engine& e, PrefixCache& pc, const std::vector<int32_t>&
   }
   size_t fed = static_cast<size_t>(r.tokens);
   while (fed < prompt.size()) {
-    const std::span<const int32_t> rest = std::span<const int32_t>(prompt).subspan(fed);
-    const bool last = static_cast<size_t>(e.next_chunk_len(*w.seq, rest.size())) == rest.size();
+    const size_t stop = static_cast<size_t>(pc.next_stop(w.handle));
+    const std::span<const int32_t> rest = std::span<const int32_t>(prompt).subspan(fed, std::min(stop, prompt.size()) - fed);
+    const bool last = fed + static_cast<size_t>(e.next_chunk_len(*w.seq, rest.size())) == prompt.size();
     fed += static_cast<size_t>(e.prefill_chunk(*w.seq, rest, last ? &w.logits : nullptr));
     if (fed < prompt.size()) pc.progress(w.handle);
     else pc.finish(w.handle, w.logits);
