@@ -164,23 +164,7 @@ TEST(PrefixCache, RetireKeepsTheStateAfterTheAnswer) {
   PrefixCache& pc = *e->prefix_cache();
   std::vector<int32_t> prompt;
   for (int i = 0; i < 45; ++i) prompt.push_back((i * 13 + 5) % e->config().n_vocab);
-  std::vector<int32_t> fed = prompt;
-  {
-    Warm w = prefill_warm(*e, pc, prompt);
-    // Greedy answer of 9 tokens; the 9th is sampled, never fed.
-    std::vector<float> logits = w.logits;
-    SequenceCache* s = w.seq.get();
-    for (int i = 0; i < 9; ++i) {
-      const int32_t t = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      if (i < 8) {
-        test::decode_logits(*e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
-        fed.push_back(t);
-      }
-    }
-    const auto other = e->new_sequence();
-    pc.retire(w.handle, *other, {});  // another choice's sequence: ignored
-    pc.retire(w.handle, *w.seq, fed);
-  }
+  const std::vector<int32_t> fed = test::answer_and_retire(*e, pc, prompt, 8);
   pc.maintain();
   std::vector<int32_t> next = fed;
   for (int i = 0; i < 20; ++i) next.push_back((i * 7 + 1) % e->config().n_vocab);
@@ -190,7 +174,7 @@ TEST(PrefixCache, RetireKeepsTheStateAfterTheAnswer) {
   const auto warm = greedy_tail(*e, *w.seq, w.logits, 4);
   for (size_t i = 0; i < cold.size(); ++i) EXPECT_TRUE(same_bits(warm[i], cold[i])) << "step " << i;
   // An edit inside the answer falls back to the end of the prompt.
-  next = fed;
+  next.assign(fed.begin(), fed.end());
   next[50] = (next[50] + 1) % e->config().n_vocab;
   EXPECT_EQ(prefill_warm(*e, pc, next).reused, 45);
 }

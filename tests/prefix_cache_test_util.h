@@ -60,6 +60,25 @@ inline std::vector<std::vector<float>> greedy_tail(Engine& e, SequenceCache& seq
   return out;
 }
 
+// A prompt prefilled through the cache, then `n_answer` greedy tokens decoded after it, as a
+// request's answer, and its end (PrefixCache::retire): returns the tokens now in its sequence.
+inline std::vector<int32_t> answer_and_retire(Engine& e, PrefixCache& pc, const std::vector<int32_t>& prompt,
+                                              int n_answer) {
+  Warm w = prefill_warm(e, pc, prompt);
+  std::vector<int32_t> fed = prompt;
+  std::vector<float> logits = w.logits;
+  SequenceCache* s = w.seq.get();
+  for (int i = 0; i < n_answer; ++i) {
+    const int32_t t = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    decode_logits(e, std::span<SequenceCache* const>(&s, 1), std::span<const int32_t>(&t, 1), logits);
+    fed.push_back(t);
+  }
+  const auto other = e.new_sequence();
+  pc.retire(w.handle, *other, {});  // not the recorded sequence (another choice of n > 1): ignored
+  pc.retire(w.handle, *w.seq, fed);
+  return fed;
+}
+
 inline std::vector<std::vector<float>> cold_run(Engine& e, const std::vector<int32_t>& prompt, int steps) {
   auto seq = e.new_sequence();
   std::vector<float> logits;
