@@ -27,8 +27,8 @@
 //     so the next turn of a chat, which renders that answer into its history, resumes after it.
 //
 // What is kept per prompt (an entry): its tokens, the sequence whose KV rows hold them (the live
-// sequence of the running request, parked here when the request retires: trimmed to the prompt's
-// rows), and its snapshots. KV rows are copied into the resuming sequence (one device-to-device
+// sequence of the running request, parked here when the request retires: trimmed to the rows of
+// the prompt and of the answer tokens retire() took in), and its snapshots. KV rows are copied into the resuming sequence (one device-to-device
 // copy per attention layer: the kernels read one contiguous KV buffer per sequence, so a shared
 // block table would need kernel changes). Snapshots are immutable and shared by reference: a
 // resumed prompt's entry holds the snapshots it resumed from, counted once.
