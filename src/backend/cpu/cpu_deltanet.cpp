@@ -72,25 +72,31 @@ void load_head(HeadInputs& in, const float* conv_out, const float* beta_raw, con
   }
 }
 
-// One token: S = S*exp(g); S += k (beta (v - S^T k))^T; o = S^T q.
-void recurrent_step(std::vector<double>& S, const HeadInputs& in, int t, float* o) {
+// One token: S = S*exp(g); S += k (beta (v - S^T k))^T; o = S^T q. Two passes over S: the
+// decay with S^T k, then the update with S^T q; each element sees the same operations in the
+// same order as four separate passes would give it. `tmp`: 2 d doubles of scratch.
+void recurrent_step(std::vector<double>& S, const HeadInputs& in, int t, float* o, std::vector<double>& tmp) {
   const int d = in.d;
   const double decay = std::exp(in.g[t]);
-  for (auto& x : S) x *= decay;
-  std::vector<double> delta(d, 0.0);
+  tmp.assign(2 * static_cast<size_t>(d), 0.0);
+  double* delta = tmp.data();
+  double* acc = delta + d;
   for (int i = 0; i < d; ++i) {
     const double ki = in.k[t * d + i];
-    for (int j = 0; j < d; ++j) delta[j] += S[i * d + j] * ki;
+    double* row = S.data() + static_cast<size_t>(i) * d;
+    for (int j = 0; j < d; ++j) {
+      row[j] *= decay;
+      delta[j] += row[j] * ki;
+    }
   }
   for (int j = 0; j < d; ++j) delta[j] = in.beta[t] * (in.v[t * d + j] - delta[j]);
   for (int i = 0; i < d; ++i) {
-    const double ki = in.k[t * d + i];
-    for (int j = 0; j < d; ++j) S[i * d + j] += ki * delta[j];
-  }
-  std::vector<double> acc(d, 0.0);
-  for (int i = 0; i < d; ++i) {
-    const double qi = in.q[t * d + i];
-    for (int j = 0; j < d; ++j) acc[j] += S[i * d + j] * qi;
+    const double ki = in.k[t * d + i], qi = in.q[t * d + i];
+    double* row = S.data() + static_cast<size_t>(i) * d;
+    for (int j = 0; j < d; ++j) {
+      row[j] += ki * delta[j];
+      acc[j] += row[j] * qi;
+    }
   }
   for (int j = 0; j < d; ++j) o[j] = static_cast<float>(acc[j]);
 }
@@ -142,8 +148,9 @@ void CpuBackend::gated_delta_rule(int layer, const float* conv_out, const float*
       float* Sf = state + static_cast<int64_t>(h) * d * d;
       std::vector<double> S(Sf, Sf + static_cast<size_t>(d) * d);
       float* o = out + static_cast<int64_t>(seq.row0) * out_row + static_cast<int64_t>(h) * d;
+      std::vector<double> tmp;
       for (int t = 0; t < seq.n_rows; ++t) {
-        recurrent_step(S, in, t, o + static_cast<int64_t>(t) * out_row);
+        recurrent_step(S, in, t, o + static_cast<int64_t>(t) * out_row, tmp);
         // float32 after every token: the state a decode step would store (see the file comment).
         for (size_t i = 0; i < S.size(); ++i) S[i] = Sf[i] = static_cast<float>(S[i]);
       }
