@@ -5,7 +5,7 @@
 //
 // Tolerances (L2 relative error over a whole tensor, ||got - want|| / ||want||): the GPU runs
 // float32 throughout (dot products over d = 128 key rows in a fixed tree, fmaf), the CPU float64
-// rounded to float32 once (at chunk boundaries for the recurrent state). One token's float32
+// rounded to float32 once per token (the recurrent state after every token, as the GPU). One token's float32
 // rounding gives ~1e-7..1e-6; the state carries it over later tokens (the decay exp(g) < 1 keeps
 // it from growing), so prefill and multi-step runs get a looser bound than one decode step. Each
 // check also bounds the worst single element against the tensor's rms, so an error confined to
@@ -351,8 +351,8 @@ TEST(GpuDeltaNetDecode, MatchesCpuOnRealShapes) {
 TEST(GpuDeltaNetPrefill, MatchesCpuOnRealShapes) {
   MEMRA_GPU_OR_SKIP(gpu);
   auto cpu = make_cpu_backend();
-  // (rows, position of the first row): the CPU cuts prompts on a 64-position grid, so 37 + 100
-  // crosses its boundaries off the chunk start; 63 / 64 / 65 rows end just before, at and after one.
+  // (rows, position of the first row): prompts starting at 0 and off it, of lengths around the
+  // 64 rows a chunked form would have used (63 / 64 / 65).
   const std::pair<int, int> cases[] = {{1, 0}, {2, 0}, {7, 0}, {63, 0}, {64, 0}, {65, 0},
                                        {100, 0}, {100, 37}, {40, 31}, {300, 5}};
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kDemo, kNextTiny, kD96, kD256}) {
@@ -370,18 +370,18 @@ TEST(GpuDeltaNetPrefill, MatchesCpuOnRealShapes) {
   }
 }
 
-// A prompt's outputs and state are the same bits however it is cut into steps (one step, or
-// steps cut on the grid), which prefix snapshots rely on.
+// A prompt's outputs and state are the same bits however it is cut into steps: one step, steps
+// cut anywhere (not only on a grid), or one token per step as decode feeds them. Prefix
+// snapshots rely on it: a prompt resumes from the state at any position (step/prefix_cache.h).
 TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
   MEMRA_GPU_OR_SKIP(gpu);
+  std::vector<std::vector<int>> cuts = {{64, 36}, {37, 63}, {1, 99}, {99, 1}, {5, 50, 3, 42}};
+  cuts.push_back(std::vector<int>(100, 1));  // token by token
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kDemo}) {
     const GdnShape& s = shape.s;
     const ModelConfig cfg = make_config(s);
     const LayerWeights w = make_weights(s, 120);
-    Rig whole(*gpu, shape, cfg, w, 1), split(*gpu, shape, cfg, w, 1);
     const SeqState st0 = make_state(s, 121);
-    whole.set_state(0, st0);
-    split.set_state(0, st0);
     const StepInputs all = make_inputs(s, 100, 122);
     auto part = [&](int from, int rows) {
       StepInputs in;
@@ -394,14 +394,26 @@ TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
       in.alpha.assign(all.alpha.begin() + from * w_a, all.alpha.begin() + (from + rows) * w_a);
       return in;
     };
+    Rig whole(*gpu, shape, cfg, w, 1);
+    whole.set_state(0, st0);
     const std::vector<float> y_whole = whole.deltanet({0}, {100}, all);
-    std::vector<float> y_split = split.deltanet({0}, {64}, part(0, 64));
-    const std::vector<float> y_rest = split.deltanet({0}, {36}, part(64, 36));
-    y_split.insert(y_split.end(), y_rest.begin(), y_rest.end());
-    const std::string what = shape.name;
-    EXPECT_TRUE(same_bits(y_split, y_whole)) << what << ": 64 + 36 rows differ from 100 in one step";
-    EXPECT_TRUE(same_bits(split.state(0).ssm[kLayer], whole.state(0).ssm[kLayer])) << what << ": state differs";
-    EXPECT_TRUE(same_bits(split.state(0).conv[kLayer], whole.state(0).conv[kLayer])) << what << ": conv differs";
+    for (const std::vector<int>& cut : cuts) {
+      Rig split(*gpu, shape, cfg, w, 1);
+      split.set_state(0, st0);
+      std::vector<float> y_split;
+      int from = 0;
+      for (int rows : cut) {
+        const std::vector<float> y = split.deltanet({0}, {rows}, part(from, rows));
+        y_split.insert(y_split.end(), y.begin(), y.end());
+        from += rows;
+      }
+      ASSERT_EQ(from, 100);
+      const std::string what = std::string(shape.name) + " cut " + std::to_string(cut[0]) + "+... (" +
+                               std::to_string(cut.size()) + " steps)";
+      EXPECT_TRUE(same_bits(y_split, y_whole)) << what << ": outputs differ from 100 rows in one step";
+      EXPECT_TRUE(same_bits(split.state(0).ssm[kLayer], whole.state(0).ssm[kLayer])) << what << ": state differs";
+      EXPECT_TRUE(same_bits(split.state(0).conv[kLayer], whole.state(0).conv[kLayer])) << what << ": conv differs";
+    }
   }
 }
 

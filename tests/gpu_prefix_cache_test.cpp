@@ -61,6 +61,27 @@ TEST(GpuPrefixCache, ResumedPromptIsBitIdenticalToAColdGpuRun) {
   }
 }
 
+// The state after an answer (decode steps, one token each) is parked at retire; the next turn
+// resumes after the answer with the bits of a cold prefill of prompt + answer + more.
+TEST(GpuPrefixCache, ResumeAfterAnAnswerIsBitIdenticalToAColdGpuRun) {
+  MEMRA_GPU_OR_SKIP(probe);
+  probe.reset();
+  auto e = open_gpu("qwen35-tiny.f32.gguf", 64);
+  PrefixCache& pc = *e->prefix_cache();
+  const int32_t n_vocab = e->config().n_vocab;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 101; ++i) prompt.push_back((i * 41 + 3) % n_vocab);
+  const std::vector<int32_t> fed = test::answer_and_retire(*e, pc, prompt, 13);
+  pc.maintain();
+  std::vector<int32_t> next = fed;
+  for (int i = 0; i < 30; ++i) next.push_back((i * 11 + 2) % n_vocab);
+  test::Warm w = test::prefill_warm(*e, pc, next);
+  EXPECT_EQ(w.reused, static_cast<int32_t>(fed.size()));
+  const auto warm = test::greedy_tail(*e, *w.seq, w.logits, 5);
+  const auto cold = test::cold_run(*e, next, 5);
+  for (size_t i = 0; i < cold.size(); ++i) ASSERT_TRUE(test::same_bits(warm[i], cold[i])) << "step " << i;
+}
+
 TEST(GpuPrefixCache, SchedulerAnswersMatchWithoutReuse) {
   MEMRA_GPU_OR_SKIP(probe);
   probe.reset();

@@ -1,9 +1,11 @@
 // Prefix and state reuse (step/prefix_cache.h) on the CPU: a prompt resumed from the cache gives
 // the bits of a cold prefill (logits after the prompt and after each decode step), whatever the
-// edit point; snapshots sit on the chunk grid only; the pool stays within its budget, evicting
-// least recently used entries and never one a request holds.
+// edit point and wherever the snapshots sit (every `spacing` tokens, on the chunk grid or off it,
+// a few tokens before the prompt's end, at its end, after an answer); the pool stays within its
+// budget, evicting least recently used entries and never one a request holds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -34,19 +36,27 @@ std::unique_ptr<Engine> open_cpu(const std::string& name, PrefixCacheOptions pc 
 }
 
 // The longest reuse the cache can give `prompt` from one entry recorded for `base` (snapshots
-// every chunk): the whole prompt when it equals base, else the last grid point at or before the
-// shared length and short of the prompt.
-int32_t expected_reuse(const std::vector<int32_t>& base, const std::vector<int32_t>& prompt) {
+// every `spacing` tokens, `tail` before its end and at its end): the whole prompt when it equals
+// base, else the last snapshot at or before the shared length and short of the prompt.
+int32_t expected_reuse(const std::vector<int32_t>& base, const std::vector<int32_t>& prompt, int32_t spacing,
+                       int32_t tail) {
   if (prompt == base) return static_cast<int32_t>(base.size());
   size_t lcp = 0;
   while (lcp < base.size() && lcp < prompt.size() && base[lcp] == prompt[lcp]) ++lcp;
   const int32_t limit = static_cast<int32_t>(std::min(lcp, prompt.size() - 1));
-  return std::min<int32_t>(limit / kChunk * kChunk, static_cast<int32_t>((base.size()) / kChunk * kChunk));
+  const int32_t n = static_cast<int32_t>(base.size());
+  int32_t best = std::min(limit, n - 1) / spacing * spacing;
+  if (n - tail <= limit) best = std::max(best, n - tail);
+  if (n <= limit) best = n;
+  return best;
 }
 
 TEST(PrefixCache, ResumedPromptIsBitIdenticalAtRandomEditPoints) {
-  for (std::string model : {"qwen35-tiny.f32.gguf", "qwen3next-tiny.f32.gguf", "qwen3-tiny.f32.gguf"}) {
-    auto e = open_cpu(model);
+  // (spacing, tail): on the chunk grid, and off it (23 and 5 are no multiples of 16 nor of 64).
+  const std::pair<int32_t, int32_t> layouts[] = {{kChunk, 16}, {23, 5}};
+  for (std::string model : {"qwen35-tiny.f32.gguf", "qwen3next-tiny.f32.gguf", "qwen3-tiny.f32.gguf"})
+  for (auto [spacing, tail] : layouts) {
+    auto e = open_cpu(model, PrefixCacheOptions{4096, spacing, tail});
     PrefixCache& pc = *e->prefix_cache();
     const int32_t n_vocab = e->config().n_vocab;
     std::mt19937 rng(12);
@@ -80,9 +90,9 @@ TEST(PrefixCache, ResumedPromptIsBitIdenticalAtRandomEditPoints) {
       } else {
         prompt = base;
       }
-      const std::string what = model + " trial " + std::to_string(trial) + " (kind " + std::to_string(kind) +
+      const std::string what = model + " spacing " + std::to_string(spacing) + " tail " + std::to_string(tail) + " trial " + std::to_string(trial) + " (kind " + std::to_string(kind) +
                                ", edit at " + std::to_string(at) + ", " + std::to_string(prompt.size()) + " tokens)";
-      const int32_t want = expected_reuse(base, prompt);
+      const int32_t want = expected_reuse(base, prompt, spacing, tail);
       Warm w = prefill_warm(*e, pc, prompt);
       // Entries of earlier trials may offer more, never less.
       EXPECT_GE(w.reused, want) << what;
@@ -119,31 +129,62 @@ TEST(PrefixCache, RepeatedPromptReusesItAllWithItsLogits) {
   EXPECT_EQ(s.reused_tokens, 37);
 }
 
-TEST(PrefixCache, SnapshotsSitOnTheGridAtTheSpacing) {
-  auto e = open_cpu("qwen35-tiny.f32.gguf", PrefixCacheOptions{4096, 3 * kChunk});
+TEST(PrefixCache, SnapshotsSitAtTheSpacingTheTailAndTheEnd) {
+  auto e = open_cpu("qwen35-tiny.f32.gguf", PrefixCacheOptions{4096, 3 * kChunk, 10});
   PrefixCache& pc = *e->prefix_cache();
   // 3 Gated DeltaNet layers: conv window 3 x 256 channels, state 4 heads x 32 x 32.
   EXPECT_EQ(pc.snapshot_bytes(), 3u * (3 * 256 + 4 * 32 * 32) * sizeof(float));
   std::vector<int32_t> base;
   for (int i = 0; i < 150; ++i) base.push_back((i * 31 + 3) % e->config().n_vocab);
   { Warm w = prefill_warm(*e, pc, base); }
-  // At 48 and 96 (the spacing), 144 (the prompt's last grid point) and 150 (its end).
-  EXPECT_EQ(pc.stats().snapshots, 4);
+  // At 48, 96 and 144 (the spacing), 140 (10 before the end) and 150 (the end).
+  EXPECT_EQ(pc.stats().snapshots, 5);
   std::vector<int32_t> p(base.begin(), base.begin() + 120);
   p.push_back(1);
-  Warm w = prefill_warm(*e, pc, p);
-  EXPECT_EQ(w.reused, 96);
+  EXPECT_EQ(prefill_warm(*e, pc, p).reused, 96);
+  p.assign(base.begin(), base.begin() + 143);
+  p.push_back(1);
+  EXPECT_EQ(prefill_warm(*e, pc, p).reused, 140) << "the tail snapshot";
   p.assign(base.begin(), base.begin() + 147);
-  w = prefill_warm(*e, pc, p);
-  EXPECT_EQ(w.reused, 144);
+  EXPECT_EQ(prefill_warm(*e, pc, p).reused, 144);
+  p = base;
+  p.push_back(1);
+  p.push_back(2);
+  Warm w = prefill_warm(*e, pc, p);
+  EXPECT_EQ(w.reused, 150) << "the end of the prompt: an extension resumes there";
+  const auto cold = cold_run(*e, p, 3);
+  const auto warm = greedy_tail(*e, *w.seq, w.logits, 3);
+  for (size_t i = 0; i < cold.size(); ++i) EXPECT_TRUE(same_bits(warm[i], cold[i])) << "step " << i;
 }
 
-TEST(PrefixCache, SpacingOffTheGridIsAnError) {
+// The next turn of a chat renders the last answer into its history: after retire() a prompt
+// that extends the prompt + the answer's fed tokens resumes after them, with a cold run's bits.
+TEST(PrefixCache, RetireKeepsTheStateAfterTheAnswer) {
+  auto e = open_cpu("qwen35-tiny.f32.gguf");
+  PrefixCache& pc = *e->prefix_cache();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 45; ++i) prompt.push_back((i * 13 + 5) % e->config().n_vocab);
+  const std::vector<int32_t> fed = test::answer_and_retire(*e, pc, prompt, 8);
+  pc.maintain();
+  std::vector<int32_t> next = fed;
+  for (int i = 0; i < 20; ++i) next.push_back((i * 7 + 1) % e->config().n_vocab);
+  Warm w = prefill_warm(*e, pc, next);
+  EXPECT_EQ(w.reused, static_cast<int32_t>(fed.size()));
+  const auto cold = cold_run(*e, next, 4);
+  const auto warm = greedy_tail(*e, *w.seq, w.logits, 4);
+  for (size_t i = 0; i < cold.size(); ++i) EXPECT_TRUE(same_bits(warm[i], cold[i])) << "step " << i;
+  // An edit inside the answer falls back to the end of the prompt.
+  next.assign(fed.begin(), fed.end());
+  next[50] = (next[50] + 1) % e->config().n_vocab;
+  EXPECT_EQ(prefill_warm(*e, pc, next).reused, 45);
+}
+
+TEST(PrefixCache, NegativeSpacingIsAnError) {
   try {
-    open_cpu("qwen35-tiny.f32.gguf", PrefixCacheOptions{4096, kChunk + 1});
+    open_cpu("qwen35-tiny.f32.gguf", PrefixCacheOptions{4096, -1});
     FAIL() << "expected an error";
   } catch (const Error& err) {
-    EXPECT_NE(std::string(err.what()).find("MEMRA_PREFIX_SPACING=17"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("MEMRA_PREFIX_SPACING"), std::string::npos) << err.what();
   }
 }
 

@@ -35,7 +35,8 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_PREFIX_CACHE_MB", Kind::Int, "4096", 0, int64_t{1} << 30,
      "prefix reuse pool (MiB of device memory: recurrent-state snapshots + parked KV); 0: no reuse"},
     {"MEMRA_PREFIX_SPACING", Kind::Int, "0", 0, 1 << 20,
-     "prompt tokens between recurrent-state snapshots, a multiple of the prefill chunk (0: every chunk)"},
+     "prompt tokens between recurrent-state snapshots, any number (0: the prefill chunk); a prompt also "
+     "keeps one 16 tokens before its end, one at its end and one after its answer"},
 };
 
 }  // namespace

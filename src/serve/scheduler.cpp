@@ -1,6 +1,7 @@
 #include "serve/scheduler.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <unordered_map>
 
@@ -252,16 +253,18 @@ void Scheduler::prefill_some() {
         continue;
       }
       const std::span<const int32_t> rest = std::span<const int32_t>(job->spec.prompt).subspan(job->fed);
-      // The chunk the engine will feed next (it cuts on the grid; we never cut it shorter,
-      // which would change the numbers).
-      const int32_t next_n = engine_.next_chunk_len(*job->seq, rest.size());
+      // The chunk the engine will feed next: up to its grid boundary, or shorter where the
+      // prefix cache takes a snapshot (cutting anywhere gives the same bits: prefix_cache.h).
+      PrefixCache* pc = prefix_cache();
+      const int32_t stop = pc ? pc->next_stop(job->recording) : INT32_MAX;
+      const size_t take = std::min(rest.size(), static_cast<size_t>(std::max<int64_t>(1, int64_t{stop} - job->fed)));
+      const int32_t next_n = engine_.next_chunk_len(*job->seq, take);
       if (used > 0 && used + next_n > budget) return;
       const bool last = next_n == static_cast<int32_t>(rest.size());
-      const int32_t fed = engine_.prefill_chunk(*job->seq, rest, last ? &logits : nullptr);
+      const int32_t fed = engine_.prefill_chunk(*job->seq, rest.first(take), last ? &logits : nullptr);
       MEMRA_ASSERT(fed == next_n, "prefill fed {} tokens, expected {}", fed, next_n);
       job->fed += static_cast<size_t>(fed);
       used += fed;
-      PrefixCache* pc = prefix_cache();
       if (job->fed < job->spec.prompt.size()) {
         if (pc) pc->progress(job->recording);
         continue;
@@ -301,7 +304,7 @@ bool Scheduler::start_job(const std::shared_ptr<Job>& job) {
     std::fprintf(stderr,
                  "memra: prefix cache: resumed %d of %zu prompt tokens (%s), %zu left to prefill; restore %.2f ms\n",
                  r.tokens, prompt.size(),
-                 r.logits.empty() ? "state snapshot on the chunk grid" : "the whole prompt, with its logits",
+                 r.logits.empty() ? "a state snapshot" : "the whole prompt, with its logits",
                  prompt.size() - static_cast<size_t>(r.tokens), ms);
   }
   if (r.logits.empty()) return false;
@@ -466,6 +469,10 @@ void Scheduler::accept_token(Slot& slot, int32_t token, const float* row) {
     }
   }
   if (finish != FinishReason::None) {
+    // The next turn of a chat renders this answer into its history: keep the state after it.
+    if (PrefixCache* pc = prefix_cache())
+      pc->retire(slot.job->recording, *slot.seq,
+                 std::span<const int32_t>(slot.history).first(static_cast<size_t>(slot.seq->pos())));
     ev.finish = finish;
     ev.completion_tokens = slot.generated;
     ev.cached_tokens = slot.job->cached;

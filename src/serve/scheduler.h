@@ -8,8 +8,8 @@
 //   3. one batched decode step for every running sequence, then each row is sampled and its
 //      text streamed out.
 //
-// Exactness: a sequence's logits do not depend on its batch mates (engine contract), prompts are
-// cut on their own chunk grid (Engine::prefill_chunk), and draws are keyed by (seed, token index)
+// Exactness: a sequence's logits do not depend on its batch mates nor on how its prompt is cut
+// into steps (engine contract), and draws are keyed by (seed, token index)
 // of the choice, so a request produces the same tokens alone or on a busy server.
 //
 // Structured output: a request with a grammar gets a grammar::Matcher per choice; before each
@@ -21,9 +21,11 @@
 //
 // Prefix reuse: a prompt that extends one seen before resumes from the engine's prefix cache
 // (step/prefix_cache.h): the KV rows and recurrent state of the longest reusable prefix are
-// restored and only the rest is prefilled, on the same chunk grid as a cold prefill, so the
-// tokens are those of a cold run. While a prompt is prefilled its snapshots are recorded; when
-// the request retires its sequence stays in the pool (parked) until evicted. The reused count is
+// restored and only the rest is prefilled; a sequence's bits do not depend on where its tokens
+// are cut into steps, so the tokens are those of a cold run. While a prompt is prefilled its
+// snapshots are recorded (the prefill stops at each snapshot point); when the request ends, a
+// snapshot after its answer (choice 0) lets the next turn of a chat resume past that answer, and
+// its sequence stays in the pool (parked) until evicted. The reused count is
 // reported on each choice's finishing event (usage.prompt_tokens_details.cached_tokens).
 //
 // Sampling: every decode step hands the engine one RowSampling per row (Engine::decode). When a

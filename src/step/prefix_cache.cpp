@@ -1,6 +1,7 @@
 #include "step/prefix_cache.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "common/error.h"
 
@@ -43,11 +44,10 @@ PrefixCache::PrefixCache(DeviceMemory& memory, const CacheShape& shape, int32_t 
     : memory_(memory), shape_(shape), chunk_(chunk) {
   if (chunk < 1) fail("the prefill chunk must be at least 1 token, got {}", chunk);
   if (options.budget_mb < 0) fail("MEMRA_PREFIX_CACHE_MB must be at least 0, got {}", options.budget_mb);
-  if (options.spacing < 0 || options.spacing % chunk != 0)
-    fail("MEMRA_PREFIX_SPACING={} must be a multiple of the prefill chunk ({}): snapshots are taken on the "
-         "chunk grid only (0: every chunk)",
-         options.spacing, chunk);
+  if (options.spacing < 0) fail("MEMRA_PREFIX_SPACING must be at least 0, got {}", options.spacing);
+  if (options.tail < 0) fail("the prefix cache's tail must be at least 0, got {}", options.tail);
   spacing_ = options.spacing == 0 ? chunk : options.spacing;
+  tail_ = options.tail;
   budget_ = options.budget_mb << 20;
   for (MixerKind m : shape.layer_mixer)
     if (m == MixerKind::GatedDeltaNet)
@@ -105,9 +105,9 @@ PrefixCache::Resume PrefixCache::resume(SequenceCache& seq, std::span<const int3
     for (auto it = e->snaps.rbegin(); it != e->snaps.rend(); ++it) {
       const Snapshot& s = **it;
       if (s.pos > lcp || s.pos == 0) continue;
-      // A grid point short of the prompt (the rest is cut on the same grid as a cold prefill),
-      // or the whole prompt with its logits (nothing left to feed).
-      const bool usable = (s.pos < n_prompt && s.pos % chunk_ == 0) || (s.pos == n_prompt && s.has_logits);
+      // Any point short of the prompt (the state there is a cold run's, however it was cut), or
+      // the whole prompt with its logits (nothing left to feed).
+      const bool usable = s.pos < n_prompt || (s.pos == n_prompt && s.has_logits);
       if (!usable) continue;
       if (!best_snap || s.pos > best_snap->pos || (s.pos == best_snap->pos && e->last_used > best->last_used)) {
         best = e;
@@ -144,9 +144,26 @@ PrefixCache::Handle PrefixCache::record(std::shared_ptr<SequenceCache> seq, std:
   // The snapshots it resumed through are its own too (shared, counted once).
   if (from.source)
     for (const auto& s : from.source->snaps)
-      if (s->pos <= from.tokens && s->pos % chunk_ == 0) e->snaps.push_back(s);
+      if (s->pos <= from.tokens) e->snaps.push_back(s);
   entries_.push_back(e);
   return e;
+}
+
+namespace {
+
+// Whether a prompt of n tokens takes a snapshot at pos (0 < pos < n).
+bool snapshot_point(int32_t pos, int32_t n, int32_t spacing, int32_t tail) {
+  return pos % spacing == 0 || (tail > 0 && pos == n - tail);
+}
+
+}  // namespace
+
+int32_t PrefixCache::next_stop(const Handle& h) const {
+  if (!h) return INT32_MAX;
+  const int32_t pos = h->valid, n = static_cast<int32_t>(h->tokens.size());
+  int32_t stop = std::min(n, (pos / spacing_ + 1) * spacing_);
+  if (tail_ > 0 && n - tail_ > pos) stop = std::min(stop, n - tail_);
+  return stop;
 }
 
 void PrefixCache::progress(const Handle& h) {
@@ -154,11 +171,26 @@ void PrefixCache::progress(const Handle& h) {
   Entry& e = *h;
   e.valid = e.seq->pos();
   const int32_t pos = e.valid, n = static_cast<int32_t>(e.tokens.size());
-  if (pos >= n || pos % chunk_ != 0 || e.has_snapshot_at(pos)) return;
-  // Every `spacing` tokens, and the last grid point of the prompt: where the next turn of a
-  // conversation (this prompt + the answer + more) resumes.
-  if (pos % spacing_ != 0 && pos != n / chunk_ * chunk_) return;
+  if (pos >= n || !snapshot_point(pos, n, spacing_, tail_) || e.has_snapshot_at(pos)) return;
   if (auto s = take_snapshot(*e.seq, &e)) e.snaps.push_back(std::move(s));
+  e.last_used = ++clock_;
+}
+
+void PrefixCache::retire(const Handle& h, const SequenceCache& seq, std::span<const int32_t> tokens) {
+  if (!h || h->seq.get() != &seq) return;
+  Entry& e = *h;
+  const int32_t pos = seq.pos();
+  MEMRA_ASSERT(pos == static_cast<int32_t>(tokens.size()) && e.valid == static_cast<int32_t>(e.tokens.size()) &&
+                   pos >= e.valid && std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin()),
+               "prefix cache: retire at {} with {} tokens, recorded {} of {}", pos, tokens.size(), e.valid,
+               e.tokens.size());
+  if (pos == e.valid) return;
+  // The answer's tokens went in one decode step each: the same bits as a prefill of them.
+  auto s = take_snapshot(seq, &e);
+  if (!s) return;
+  e.snaps.push_back(std::move(s));
+  e.tokens.assign(tokens.begin(), tokens.end());
+  e.valid = pos;
   e.last_used = ++clock_;
 }
 

@@ -7,17 +7,28 @@
 // window + delta-rule state) that cannot be rolled back: it is kept as snapshots, copies taken
 // while the prompt is prefilled.
 //
-// Exactness: a resumed prompt must give the bits a cold prefill gives. A cold prefill is cut on
-// the chunk grid (grid_chunk_len, step_plan.h), so the state at position p is reproducible only
-// where p is a grid point (a multiple of the prefill chunk): snapshots are taken at grid points
-// only, and a resumed prompt continues from a grid point, cut on the same grid as a cold one.
-// The state at the end of a prompt (off the grid in general) is kept with the last logits (the
-// "park" at the end of a prefill): it serves exactly the same prompt sent again (regenerate,
-// n choices, a retry), whose cold run would stop there too.
+// Exactness: a resumed prompt must give the bits a cold prefill gives. Both backends give a
+// sequence the same bits however its tokens are cut into steps, decode steps included
+// (tests/split_prefill_test.cpp on the CPU, GpuDeltaNetPrefill.SplitsGiveTheBitsOfOneStep and
+// the batch-invariant matmul and attention on the GPU): the recurrent state is stored as float32
+// after every token, and every row's numbers are its own. So the state at any position p is that
+// of a cold run of the same tokens, and a snapshot may sit anywhere: a prompt resumed at p and
+// cut on its chunk grid from there (or at its own snapshot points) gives the cold run's bits.
+//
+// Where snapshots are taken, for a prompt of n tokens (the prefill is cut at each, so the
+// sequence stands on it between steps):
+//   - every `spacing` tokens (a prompt that shares a long prefix with another);
+//   - `tail` tokens before its end: the next turn of a chat repeats a prompt up to about there,
+//     and no further (the chat template's generation prompt, `<|im_start|>assistant\n` and a
+//     `<think>` opener, is not what it renders for that turn in the history);
+//   - at its end, with the logits after it (the same prompt again needs no prefill at all, and a
+//     prompt that extends it resumes there);
+//   - when its request ends (retire()): after the prompt and the answer's tokens that were fed,
+//     so the next turn of a chat, which renders that answer into its history, resumes after it.
 //
 // What is kept per prompt (an entry): its tokens, the sequence whose KV rows hold them (the live
-// sequence of the running request, parked here when the request retires: trimmed to the prompt's
-// rows), and its snapshots. KV rows are copied into the resuming sequence (one device-to-device
+// sequence of the running request, parked here when the request retires: trimmed to the rows of
+// the prompt and of the answer tokens retire() took in), and its snapshots. KV rows are copied into the resuming sequence (one device-to-device
 // copy per attention layer: the kernels read one contiguous KV buffer per sequence, so a shared
 // block table would need kernel changes). Snapshots are immutable and shared by reference: a
 // resumed prompt's entry holds the snapshots it resumed from, counted once.
@@ -46,8 +57,8 @@ namespace memra {
 // Typed from the MEMRA_PREFIX_* knobs (engine/options.cpp). Defaults are the knobs' defaults.
 struct PrefixCacheOptions {
   int64_t budget_mb = 4096;  // MEMRA_PREFIX_CACHE_MB: snapshots + parked sequences; 0: no reuse
-  int32_t spacing = 0;       // MEMRA_PREFIX_SPACING: tokens between snapshots (a multiple of the
-                             // prefill chunk); 0: every chunk
+  int32_t spacing = 0;       // MEMRA_PREFIX_SPACING: tokens between snapshots; 0: the prefill chunk
+  int32_t tail = 16;         // a snapshot this many tokens before a prompt's end (0: none)
   bool operator==(const PrefixCacheOptions&) const = default;
 };
 
@@ -68,7 +79,7 @@ class PrefixCache {
   struct Entry;
   struct Snapshot;
 
-  // `chunk`: the engine's prefill chunk (the grid).
+  // `chunk`: the engine's prefill chunk (the default spacing).
   PrefixCache(DeviceMemory& memory, const CacheShape& shape, int32_t chunk, const PrefixCacheOptions& options);
   ~PrefixCache();
   PrefixCache(const PrefixCache&) = delete;
@@ -80,8 +91,8 @@ class PrefixCache {
     std::shared_ptr<const Entry> source;
   };
   // Restores into `seq` (a fresh sequence) the longest reusable prefix of `prompt`: the KV rows
-  // and the recurrent state at the best snapshot p <= the shared length, where p is a grid point
-  // short of the whole prompt, or the whole prompt itself when it was seen with its logits.
+  // and the recurrent state at the best snapshot p <= the shared length, where p is short of the
+  // whole prompt, or the whole prompt itself when it was seen with its logits.
   Resume resume(SequenceCache& seq, std::span<const int32_t> prompt);
 
   using Handle = std::shared_ptr<Entry>;
@@ -89,10 +100,17 @@ class PrefixCache {
   // is found by later lookups as the prefill advances. Null when the whole prompt was a hit (its
   // entry exists already).
   Handle record(std::shared_ptr<SequenceCache> seq, std::span<const int32_t> prompt, const Resume& from);
-  // After each prefill chunk: takes a snapshot when the sequence stands on a snapshot point.
+  // Where the prefill of `h` must stop next for a snapshot: the next snapshot point after the
+  // tokens already in, or the prompt's end. INT32_MAX for no handle (nothing recorded).
+  int32_t next_stop(const Handle& h) const;
+  // After each prefill step: takes a snapshot when the sequence stands on a snapshot point.
   void progress(const Handle& h);
   // The prompt is in: its final state and logits.
   void finish(const Handle& h, std::span<const float> logits);
+  // The request of `h` ended normally and `seq` (the sequence recorded) holds `tokens`: the
+  // prompt and the answer's tokens fed so far. A snapshot there, and the entry now covers them.
+  // Nothing happens when `seq` is not the recorded one (another choice of n > 1).
+  void retire(const Handle& h, const SequenceCache& seq, std::span<const int32_t> tokens);
   // The sequence's state is in doubt (a failed step): the entry is forgotten.
   void drop(const Handle& h);
   // Parks the sequences their requests released (trimmed to the prompt) and evicts down to the
@@ -116,6 +134,7 @@ class PrefixCache {
   const CacheShape shape_;
   const int32_t chunk_;
   int32_t spacing_ = 0;
+  int32_t tail_ = 0;
   size_t snap_bytes_ = 0;
   int64_t budget_ = 0;
   int64_t bytes_ = 0;

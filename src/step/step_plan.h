@@ -12,9 +12,10 @@ namespace memra {
 class SequenceCache;
 
 // The chunk grid: a prompt is cut into chunks of `chunk` tokens counted from position 0 of its
-// own sequence, never by load, so its numbers do not depend on what else is running, and a
-// prompt resumed at a grid point is cut exactly as a fresh one. The next chunk of a sequence at
-// `pos` with `remaining` tokens left to feed:
+// own sequence, never by load. (The backends give a sequence the same bits wherever its steps
+// are cut, so the grid is about step sizes, not numbers: a prompt resumed from a prefix snapshot
+// at any position continues to the next grid point.) The next chunk of a sequence at `pos` with
+// `remaining` tokens left to feed:
 inline int32_t grid_chunk_len(int32_t pos, int64_t remaining, int32_t chunk) {
   return static_cast<int32_t>(std::min<int64_t>(chunk - pos % chunk, remaining));
 }

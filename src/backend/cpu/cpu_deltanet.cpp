@@ -1,10 +1,14 @@
-// CPU Gated DeltaNet: causal conv window, the delta rule (recurrent for one token, chunked for
-// prompts), and the gated per-head RMSNorm. MATH.md states the math.
+// CPU Gated DeltaNet: causal conv window, the delta rule, and the gated per-head RMSNorm.
+// MATH.md states the math.
 //
-// Chunk grid: prompt tokens are processed in chunks of kChunk positions aligned to the
-// sequence's absolute position (chunk boundaries at multiples of kChunk), and the recurrent state
-// is stored as float32 at every boundary. So the state at a boundary is the same bits however the
-// prompt was split across forward calls, which is what prefix snapshots rely on.
+// Every token goes through the recurrent form, one after another, and the recurrent state is
+// rounded to float32 after every token, as the GPU does (k_deltanet.cu). So a sequence's outputs
+// and its state after position p are the same bits however its tokens were cut into steps: a
+// prompt in one step or in pieces cut anywhere, or token by token as decode feeds them. Prefix
+// snapshots rely on it (step/prefix_cache.h): a prompt may resume from the state at any position,
+// the end of an earlier prompt or of an earlier answer included. (A chunked form, 64 tokens at a
+// time in float64, was used before: its bits held only on its 64-position grid and differed from
+// decode's; tests/split_prefill_test.cpp checks the whole model for any cut.)
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -17,8 +21,6 @@
 namespace memra {
 
 namespace {
-
-constexpr int kChunk = 64;
 
 double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
 
@@ -70,100 +72,33 @@ void load_head(HeadInputs& in, const float* conv_out, const float* beta_raw, con
   }
 }
 
-// One token: S = S*exp(g); S += k (beta (v - S^T k))^T; o = S^T q.
-void recurrent_step(std::vector<double>& S, const HeadInputs& in, int t, float* o) {
+// One token: S = S*exp(g); S += k (beta (v - S^T k))^T; o = S^T q. Two passes over S: the
+// decay with S^T k, then the update with S^T q; each element sees the same operations in the
+// same order as four separate passes would give it. `tmp`: 2 d doubles of scratch.
+void recurrent_step(std::vector<double>& S, const HeadInputs& in, int t, float* o, std::vector<double>& tmp) {
   const int d = in.d;
   const double decay = std::exp(in.g[t]);
-  for (auto& x : S) x *= decay;
-  std::vector<double> delta(d, 0.0);
+  tmp.assign(2 * static_cast<size_t>(d), 0.0);
+  double* delta = tmp.data();
+  double* acc = delta + d;
   for (int i = 0; i < d; ++i) {
     const double ki = in.k[t * d + i];
-    for (int j = 0; j < d; ++j) delta[j] += S[i * d + j] * ki;
+    double* row = S.data() + static_cast<size_t>(i) * d;
+    for (int j = 0; j < d; ++j) {
+      row[j] *= decay;
+      delta[j] += row[j] * ki;
+    }
   }
   for (int j = 0; j < d; ++j) delta[j] = in.beta[t] * (in.v[t * d + j] - delta[j]);
   for (int i = 0; i < d; ++i) {
-    const double ki = in.k[t * d + i];
-    for (int j = 0; j < d; ++j) S[i * d + j] += ki * delta[j];
-  }
-  std::vector<double> acc(d, 0.0);
-  for (int i = 0; i < d; ++i) {
-    const double qi = in.q[t * d + i];
-    for (int j = 0; j < d; ++j) acc[j] += S[i * d + j] * qi;
+    const double ki = in.k[t * d + i], qi = in.q[t * d + i];
+    double* row = S.data() + static_cast<size_t>(i) * d;
+    for (int j = 0; j < d; ++j) {
+      row[j] += ki * delta[j];
+      acc[j] += row[j] * qi;
+    }
   }
   for (int j = 0; j < d; ++j) o[j] = static_cast<float>(acc[j]);
-}
-
-// Tokens [t0, t0+L) as one chunk (MATH.md, chunked form). out rows have stride out_stride.
-void chunk_step(std::vector<double>& S, const HeadInputs& in, int t0, int L, float* out, int64_t out_stride) {
-  const int d = in.d;
-  auto K = [&](int i, int x) { return in.k[(t0 + i) * d + x]; };
-  auto Q = [&](int i, int x) { return in.q[(t0 + i) * d + x]; };
-  auto V = [&](int i, int x) { return in.v[(t0 + i) * d + x]; };
-  std::vector<double> gam(L);
-  double acc_g = 0;
-  for (int i = 0; i < L; ++i) gam[i] = (acc_g += in.g[t0 + i]);
-  // A = strictly_lower((beta K) K^T ⊙ D), D_ij = exp(gam_i - gam_j)
-  std::vector<double> A(static_cast<size_t>(L) * L, 0.0), KK(static_cast<size_t>(L) * L, 0.0);
-  for (int i = 0; i < L; ++i)
-    for (int j = 0; j <= i; ++j) {
-      double kk = 0, qk = 0;
-      for (int x = 0; x < d; ++x) {
-        kk += K(i, x) * K(j, x);
-        qk += Q(i, x) * K(j, x);
-      }
-      const double D = std::exp(gam[i] - gam[j]);
-      if (j < i) A[i * L + j] = in.beta[t0 + i] * kk * D;
-      KK[i * L + j] = qk * D;  // lower_incl_diag(Q K^T ⊙ D)
-    }
-  // U = (I + A)^-1 (beta V), W = (I + A)^-1 (beta K ⊙ exp(gam)): forward substitution.
-  std::vector<double> U(static_cast<size_t>(L) * d), W(static_cast<size_t>(L) * d);
-  for (int i = 0; i < L; ++i) {
-    const double b = in.beta[t0 + i], eg = std::exp(gam[i]);
-    for (int x = 0; x < d; ++x) {
-      U[i * d + x] = b * V(i, x);
-      W[i * d + x] = b * K(i, x) * eg;
-    }
-    for (int j = 0; j < i; ++j) {
-      const double a = A[i * L + j];
-      if (a == 0) continue;
-      for (int x = 0; x < d; ++x) {
-        U[i * d + x] -= a * U[j * d + x];
-        W[i * d + x] -= a * W[j * d + x];
-      }
-    }
-  }
-  // V' = U - W S
-  std::vector<double> Vp(U);
-  for (int i = 0; i < L; ++i)
-    for (int x = 0; x < d; ++x) {
-      const double w = W[i * d + x];
-      if (w == 0) continue;
-      for (int y = 0; y < d; ++y) Vp[i * d + y] -= w * S[x * d + y];
-    }
-  // O = (Q ⊙ exp(gam)) S + lower_incl_diag(Q K^T ⊙ D) V'
-  for (int i = 0; i < L; ++i) {
-    std::vector<double> o(d, 0.0);
-    const double eg = std::exp(gam[i]);
-    for (int x = 0; x < d; ++x) {
-      const double qx = Q(i, x) * eg;
-      for (int y = 0; y < d; ++y) o[y] += qx * S[x * d + y];
-    }
-    for (int j = 0; j <= i; ++j) {
-      const double c = KK[i * L + j];
-      for (int y = 0; y < d; ++y) o[y] += c * Vp[j * d + y];
-    }
-    for (int y = 0; y < d; ++y) out[i * out_stride + y] = static_cast<float>(o[y]);
-  }
-  // S = S exp(gam_L) + (K ⊙ exp(gam_L - gam))^T V'
-  const double eL = std::exp(gam[L - 1]);
-  for (auto& x : S) x *= eL;
-  for (int j = 0; j < L; ++j) {
-    const double w = std::exp(gam[L - 1] - gam[j]);
-    for (int x = 0; x < d; ++x) {
-      const double kx = K(j, x) * w;
-      for (int y = 0; y < d; ++y) S[x * d + y] += kx * Vp[j * d + y];
-    }
-  }
 }
 
 }  // namespace
@@ -213,19 +148,11 @@ void CpuBackend::gated_delta_rule(int layer, const float* conv_out, const float*
       float* Sf = state + static_cast<int64_t>(h) * d * d;
       std::vector<double> S(Sf, Sf + static_cast<size_t>(d) * d);
       float* o = out + static_cast<int64_t>(seq.row0) * out_row + static_cast<int64_t>(h) * d;
-      if (seq.n_rows == 1) {
-        recurrent_step(S, in, 0, o);
-        for (size_t i = 0; i < S.size(); ++i) Sf[i] = static_cast<float>(S[i]);
-        continue;
-      }
-      int t = 0;
-      while (t < seq.n_rows) {
-        const int pos = seq.pos0 + t;
-        const int L = std::min(kChunk - pos % kChunk, seq.n_rows - t);
-        chunk_step(S, in, t, L, o + static_cast<int64_t>(t) * out_row, out_row);
-        // Round the state to float32 at every chunk boundary (see the file comment).
+      std::vector<double> tmp;
+      for (int t = 0; t < seq.n_rows; ++t) {
+        recurrent_step(S, in, t, o + static_cast<int64_t>(t) * out_row, tmp);
+        // float32 after every token: the state a decode step would store (see the file comment).
         for (size_t i = 0; i < S.size(); ++i) S[i] = Sf[i] = static_cast<float>(S[i]);
-        t += L;
       }
     }
   }
