@@ -41,20 +41,33 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   echo "== GPU tests"
   FILTER='Gpu*:CudaLayout*'
   [ "$QUICK" = 1 ] && FILTER='Gpu*:CudaLayout*-GpuModel.Synth9b*:GpuAttentionPerf*'
+  # A carried fixture folder (gpu-bundle.sh) holds either the dense or the MoE fixtures (the
+  # transfer limit): the test whose fixtures were left behind is named as not run, not failed.
+  not_run="" excl=""
+  if [ -d .fixtures ] && { [ ! -f .fixtures/qwen35moe-tiny.json ] || [ ! -f .fixtures/qwen3next-tiny.json ]; }; then
+    not_run="GpuModel.MoeFixturesMatchReference (MoE fixtures not in .fixtures)"
+    excl="$excl:GpuModel.MoeFixtures*"
+  fi
+  if [ -d .fixtures ] && { [ ! -f .fixtures/qwen35-tiny.json ] || [ ! -f .fixtures/qwen3-tiny.json ]; }; then
+    not_run="$not_run GpuModel.TinyFixturesMatchReference (dense fixtures not in .fixtures)"
+    excl="$excl:GpuModel.TinyFixtures*"
+  fi
+  [ -n "$not_run" ] && echo "== not run: $not_run"
+  case "$FILTER" in *-*) FILTER="$FILTER$excl" ;; *) [ -n "$excl" ] && FILTER="$FILTER-${excl#:}" ;; esac
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   # The model tests again with each knob the other way: programmatic dependent launch off
   # (MEMRA_CUDA_PDL, on by default).
   for knob in MEMRA_CUDA_PDL=0; do
     echo "== GPU model tests with $knob"
-    env "$knob" "$BUILD/memra_tests" --gtest_filter='GpuModel*:GpuSampling*-GpuModel.Synth9b*' --gtest_brief=1 2>&1 \
+    env "$knob" "$BUILD/memra_tests" --gtest_filter="GpuModel*:GpuSampling*-GpuModel.Synth9b*$excl" --gtest_brief=1 2>&1 \
       | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
   done
   failed=$(grep -c '^\[  FAILED  \].*(' "$WORK/gpu-tests.log" || true)
   skipped=$(grep -c '^\[  SKIPPED \].*(' "$WORK/gpu-tests.log" || true)
   summary=$(grep -E '^\[  PASSED  \]|tests? ran' "$WORK/gpu-tests.log" | tail -2 | tr '\n' ' ')
-  test_status="rc=$rc; $summary failed=$failed skipped=$skipped"
+  test_status="rc=$rc; $summary failed=$failed skipped=$skipped${not_run:+; not run: $not_run}"
 fi
 
 if [ "$MODE" = all ] || [ "$MODE" = bench ]; then

@@ -46,8 +46,10 @@ int sm_count() {
 }
 
 // Tile shape for `rows` activation rows over `groups` row groups split in `segs` K segments: a
-// performance choice only. Small batches (one or two n-tiles) stream weights: as many warps per
-// block as still leave every SM four blocks; larger ones share activation tiles among 8 warps.
+// performance choice only. Small batches (one or two n-tiles) stream weights: 4 warps per block
+// unless that leaves an SM without a block (H200, 9B Q4_0, 2026-12-02: at least one block per SM
+// instead of four, with 2 stages, gave tg128 B = 1 304 -> 329 tok/s, B = 4 1,278, B = 8 2,188,
+// B = 16 3,007 -> 3,382; 8 warps per block was slower); larger ones share activation tiles among 8 warps.
 // The CPU emulation (tests/cudasim) builds only the 1- and 8-n-tile shapes: the kernel's logic is
 // one template, the other shapes only change its constants, and CI compiles this under the
 // sanitizers on two cores.
@@ -69,7 +71,7 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
   const int mt_rows = swiglu ? c.mt / 2 : c.mt;
   if (c.nt <= 2) {
     auto blocks = [&](int w) { return (groups + int64_t{w} * mt_rows - 1) / (int64_t{w} * mt_rows) * segs; };
-    while (c.warps > 1 && blocks(c.warps) < int64_t{4} * sm_count()) c.warps /= 2;
+    while (c.warps > 1 && blocks(c.warps) < sm_count()) c.warps /= 2;
   }
   return c;
 }

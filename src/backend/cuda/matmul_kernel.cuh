@@ -374,12 +374,15 @@ struct Config {
   int mt, nt, warps;
 };
 
-// Pipeline depth: 3 k-tiles (2 in flight while one is computed; with 4-16 warps per SM that is
-// 20-70 KB of weights in flight per SM); 2 at 8 n-tiles, where a k-tile's tensor-core work
-// outlasts its loads (and the float types' wide tiles at 4); run() sizes the block for it.
+// Pipeline depth: 2 k-tiles (one in flight while one is computed) for the decode shapes of 1 and 2
+// n-tiles: at 1-16 rows these kernels are latency-bound with shared memory setting how many warps
+// an SM holds, and more warps beat deeper pipelines (H200, 9B Q4_0 tg128, 2026-12-02: 3 -> 2 stages
+// gave B = 1 297 -> 304 tok/s, B = 16 2,596 -> 3,007; 4 and 5 stages were slower still, 244 and
+// 207 at B = 1). 3 at 4 n-tiles (2 for the float types' wide tiles), 2 at 8, where a k-tile's
+// tensor-core work outlasts its loads. run() sizes the block for it. The depth never changes bits.
 constexpr int stages_for(GgmlType t, int nt) {
   const bool wide = t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32;
-  return nt >= 8 ? 2 : (wide && nt >= 4 ? 2 : 3);
+  return (nt <= 2 || nt >= 8) ? 2 : (wide ? 2 : 3);
 }
 
 template <GgmlType T, int MT, int NT, bool SW>
