@@ -34,7 +34,10 @@ if [ ! -x "$BUILD/memra" ] || [ ! -x "$BUILD/memra_tests" ]; then
   cmake --build "$BUILD" -j"$(nproc)" || exit 1
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The commit the binaries were built from (stamped at build time: the checkout here may be a copy
+# without its history); the checkout's own commit when the binary cannot say.
+COMMIT=$("$BUILD/memra" --version 2>/dev/null | sed -n 's/.*(commit \(.*\))$/\1/p')
+[ -n "$COMMIT" ] || COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 test_status="not run"
 if [ "$MODE" = all ] || [ "$MODE" = tests ]; then

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/command.h"
+#include "cli/git_commit.h"
 #include "common/error.h"
 
 namespace memra::cli {
@@ -18,7 +20,8 @@ std::vector<CommandSpec>& command_registry() {
 int main(int argc, char** argv) {
   CLI::App app{"memra: fast, exactly reproducible LLM inference for GGUF models (Qwen3.5 first)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "memra 0.1.0");
+  // The commit too: a benchmark on another machine names the code it ran (scripts/gpu-check.sh).
+  app.set_version_flag("--version", std::string("memra 0.1.0 (commit ") + memra::cli::git_commit() + ")");
   // --help shows every option's default (subcommands inherit this).
   app.option_defaults()->always_capture_default();
   auto& registry = memra::cli::command_registry();

@@ -374,20 +374,16 @@ struct Config {
   int mt, nt, warps;
 };
 
-// Pipeline depth: 2 k-tiles (one in flight while one is computed) for the decode shapes of 1 and 2
-// n-tiles: at 1-16 rows these kernels are latency-bound with shared memory setting how many warps
-// an SM holds, and more warps beat deeper pipelines (H200, 9B Q4_0 tg128, 2026-12-02: 3 -> 2 stages
-// gave B = 1 297 -> 304 tok/s, B = 16 2,596 -> 3,007; 4 and 5 stages were slower still, 244 and
-// 207 at B = 1). 3 at 4 n-tiles (2 for the float types' wide tiles), 2 at 8, where a k-tile's
-// tensor-core work outlasts its loads. run() sizes the block for it. The depth never changes bits.
-constexpr int stages_for(GgmlType t, int nt) {
-  const bool wide = t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32;
-  return (nt <= 2 || nt >= 8) ? 2 : (wide ? 2 : 3);
-}
+// Pipeline depth: 2 k-tiles, one in flight while one is computed, for every shape. The kernels are
+// latency-bound at decode sizes, with shared memory setting how many warps an SM holds, and more
+// warps beat deeper pipelines (H200, 9B Q4_0, 2026-12-02, the depth never changes bits): tg128 at
+// 1-2 n-tiles, 3 -> 2 stages, B = 1 297 -> 304 tok/s and B = 16 2,596 -> 3,007 (4 and 5 stages:
+// 244 and 207 at B = 1); at 4 n-tiles B = 32 3,736 -> 3,870; 8 n-tiles and the float types' wide
+// tiles were at 2 already (a k-tile's tensor-core work outlasts its loads). run() sizes the block.
+constexpr int kStages = 2;
 
 template <GgmlType T, int MT, int NT, bool SW>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
-  constexpr int kStages = stages_for(T, NT);
   auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
   // The stages, then the staged rows' source rows (int64 each).
   const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps, args.rows_cap) +
