@@ -153,7 +153,9 @@ TEST(PrefixReuseServe, MultiTurnChatWithTheRealTemplateMatchesNoReuse) {
         cached_total += got[0].cached;
         prompt_total += static_cast<int32_t>(ids.size());
       }
-      if (reuse == 0) EXPECT_EQ(got[0].cached, 0);
+      if (reuse == 0) {
+        EXPECT_EQ(got[0].cached, 0);
+      }
       last_ids = ids;
       // The answer goes back into the history as text, as a client sends it.
       req["messages"].push_back({{"role", "assistant"}, {"content", tiny_tok.decode(got[0].tokens)}});
