@@ -31,11 +31,6 @@ using VT = ValueType;
 
 constexpr uint64_t kTwo63 = uint64_t{1} << 63;
 
-std::vector<uint8_t> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Walks everything a consumer could touch in a file that loaded. Returns true if it loaded.
 bool load_and_touch(const uint8_t* p, size_t n) {
   std::unique_ptr<File> f;
@@ -97,7 +92,7 @@ TEST(GgufCorpusTruncation, CraftedFileAtEveryByte) {
 // Truncates a real fixture at `count` pseudo-random offsets below the byte the file needs
 // (weighted towards the header region, where the parser works) and checks each is refused.
 void truncate_fixture(const std::string& name, int count, uint32_t seed) {
-  const std::vector<uint8_t> full = read_all(memra::test::fixture(name));
+  const std::vector<uint8_t> full = memra::test::read_bytes(memra::test::fixture(name));
   ASSERT_GT(full.size(), 0u);
   auto f = File::from_memory(full.data(), full.size(), name);
   const size_t data_start = static_cast<size_t>(f->data_section() - full.data());
@@ -201,7 +196,7 @@ TEST(GgufCorpusMutation, CraftedFile) {
 }
 
 TEST(GgufCorpusMutation, Qwen35TinyHeader) {
-  const std::vector<uint8_t> full = read_all(memra::test::fixture("qwen35-tiny.f32.gguf"));
+  const std::vector<uint8_t> full = memra::test::read_bytes(memra::test::fixture("qwen35-tiny.f32.gguf"));
   auto f = File::from_memory(full.data(), full.size(), "qwen35-tiny");
   const size_t header = static_cast<size_t>(f->data_section() - full.data());
   // The tensor table (the end of the header) and the first bytes steer parsing the most: aim

@@ -23,11 +23,6 @@ using test::enc_u32;
 using test::enc_u64;
 using VT = ValueType;
 
-std::vector<uint8_t> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 int count_open_fds() {
   int n = 0;
   DIR* d = opendir("/proc/self/fd");
@@ -88,7 +83,7 @@ TEST(GgufReader, Qwen35TinyTensors) {
   const size_t data_offset = 31680;
   EXPECT_EQ(f->data_offset(), data_offset);
   EXPECT_EQ(f->data_section(), f->tensor_data(*out));
-  auto bytes = read_all(path);
+  auto bytes = memra::test::read_bytes(path);
   ASSERT_EQ(bytes.size(), f->file_size());
   uint64_t end = 0;
   for (const TensorInfo& t : f->tensors()) {
@@ -174,7 +169,7 @@ TEST(GgufReader, OpenClosesTheDescriptor) {
 
 TEST(GgufReader, FromMemoryMatchesOpen) {
   const std::string path = memra::test::fixture("qwen3-tiny.f32.gguf");
-  auto bytes = read_all(path);
+  auto bytes = memra::test::read_bytes(path);
   auto a = File::open(path);
   auto b = File::from_memory(bytes.data(), bytes.size(), "in-memory");
   EXPECT_EQ(b->path(), "in-memory");

@@ -121,9 +121,9 @@ struct StepOut {
 };
 
 // One model shape, a list of sequences with caches on both backends, and steps over them.
-class Rig {
+class AttentionRig {
  public:
-  Rig(Backend& gpu, const Dims& d, double tol = kAttnTol)
+  AttentionRig(Backend& gpu, const Dims& d, double tol = kAttnTol)
       : tol_(tol),
         d_(d),
         cfg_(make_config(d)),
@@ -345,7 +345,7 @@ TEST(GpuAttentionNormRope, MatchesCpuAndLeavesGatesAlone) {
 TEST(GpuAttentionKvAppend, RowsLandAtTheirPositionsRoundedToF16) {
   MEMRA_GPU_OR_SKIP(gpu);
   for (const Dims& d : {k9B, kTiny}) {
-    Rig rig(*gpu, d);
+    AttentionRig rig(*gpu, d);
     std::vector<float> k_hist, v_hist;
     const int a = rig.add_sequence(700, 5, &k_hist, &v_hist);  // two fill chunks
     const int b = rig.add_sequence(3, 6);
@@ -385,7 +385,7 @@ TEST(GpuAttentionKvAppend, RowsLandAtTheirPositionsRoundedToF16) {
 
 // Decode rows whose key counts straddle the 128-key split (and 256), at B = 1, 5 and 16.
 void check_decode(Backend& gpu, const Dims& d, bool full, double tol = kAttnTol) {
-  Rig rig(gpu, d, tol);
+  AttentionRig rig(gpu, d, tol);
   std::vector<int32_t> depths = {0, 1, 126, 127, 128, 254, 255, 256, 999, 4095};  // keys = depth + 1
   if (full) depths.insert(depths.end(), {2, 33, 500, 2047, 3000, 129});
   std::vector<int> seqs;
@@ -422,7 +422,7 @@ TEST(GpuAttentionDecode, PlainQwen3AndGroupOf8) {
 // Prefill chunks of 1, 7, 100 and 300 rows on top of existing caches, from empty, and a step
 // mixing prefill chunks with decode rows.
 void check_prefill(Backend& gpu, const Dims& d, double tol = kAttnTol) {
-  Rig rig(gpu, d, tol);
+  AttentionRig rig(gpu, d, tol);
   const int a = rig.add_sequence(1000, 11), b = rig.add_sequence(130, 12), c = rig.add_sequence(257, 13);
   const int e = rig.add_sequence(0, 14), f = rig.add_sequence(1000, 15);
   for (int32_t n : {1, 7, 100, 300})
@@ -449,7 +449,7 @@ TEST(GpuAttentionPrefill, OtherShapes) {
 // other sequences at other depths, wherever they sit in the step. Re-running a step without
 // advancing rewrites the same K/V bits at the same positions, so the caches do not drift.
 void check_invariance(Backend& gpu, const Dims& d, double tol = kAttnTol) {
-  Rig rig(gpu, d, tol);
+  AttentionRig rig(gpu, d, tol);
   const int x = rig.add_sequence(1000, 41);  // decode row under test
   const int p = rig.add_sequence(129, 42);   // prefill chunk under test
   const int y = rig.add_sequence(4000, 43);  // a long prefill: pushes rows into later launch groups
@@ -517,7 +517,7 @@ TEST(GpuAttentionKvAppendQ8, RowsAreBlockQuantized) {
   auto gpu = gpu_with_kv(GgmlType::Q8_0);
   ASSERT_EQ(gpu->kv_type(), GgmlType::Q8_0);
   for (const Dims& d : {k9B, kTiny}) {
-    Rig rig(*gpu, d, kAttnTolQ8);
+    AttentionRig rig(*gpu, d, kAttnTolQ8);
     std::vector<float> k_hist, v_hist;
     const int a = rig.add_sequence(700, 5, &k_hist, &v_hist);
     const int64_t kv = rig.kv_dim(), row_bytes = kv + kv / 16;

@@ -25,7 +25,9 @@
 #include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
-namespace memra {
+// A namespace of its own: in a unity batch (MEMRA_UNITY) with the other GPU tests, their
+// shapes and constants (kTiny, kEps, Dims ...) would collide with these.
+namespace memra::gpu_deltanet_test {
 namespace {
 
 constexpr int kLayers = 2;
@@ -486,4 +488,4 @@ TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
 }
 
 }  // namespace
-}  // namespace memra
+}  // namespace memra::gpu_deltanet_test

@@ -19,14 +19,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Answer {
+struct MoeAnswer {
   std::string text;
   FinishReason finish = FinishReason::None;
   int32_t tokens = 0;
 };
 
-Answer collect(const std::shared_ptr<RequestStream>& s) {
-  Answer a;
+MoeAnswer collect(const std::shared_ptr<RequestStream>& s) {
+  MoeAnswer a;
   std::vector<ChoiceEvent> events;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (s->wait(events, 200ms)) {
@@ -67,7 +67,7 @@ void expect_concurrent_requests_equal_their_runs_alone(const std::string& fixtur
                                             "def route(tokens):", "1, 2, 3, 5, 8,"};
   Scheduler sched(*engine, {}, nullptr);
   sched.start();
-  std::vector<Answer> alone;
+  std::vector<MoeAnswer> alone;
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::shared_ptr<RequestStream> stream;
     ASSERT_EQ(sched.submit(spec(*engine, prompts[i], 10, i % 2 ? 0.8f : 0.0f, 7 + i), stream), SubmitStatus::Accepted);
@@ -80,7 +80,7 @@ void expect_concurrent_requests_equal_their_runs_alone(const std::string& fixtur
     ASSERT_EQ(sched.submit(spec(*engine, prompts[i], 10, i % 2 ? 0.8f : 0.0f, 7 + i), streams[i]),
               SubmitStatus::Accepted);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const Answer together = collect(streams[i]);
+    const MoeAnswer together = collect(streams[i]);
     EXPECT_EQ(together.text, alone[i].text) << fixture << " request " << i;
     EXPECT_EQ(together.tokens, 10);
   }

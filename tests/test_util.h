@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace memra::test {
 
@@ -28,5 +32,11 @@ inline std::string source_path(const std::string& rel) {
 }
 
 inline std::string memra_binary() { return MEMRA_BINARY; }
+
+// A file's bytes (empty when it cannot be read).
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 }  // namespace memra::test

@@ -35,7 +35,9 @@
 #include "tokenizer/tokenizer.h"
 
 
-namespace memra::cli {
+// A namespace of its own: the CLI compiles as one unity batch (MEMRA_UNITY), where each
+// command's Args, run and registrar would otherwise collide.
+namespace memra::cli::cmd_bench {
 namespace {
 
 struct Args {
@@ -354,4 +356,4 @@ CommandRegistrar reg("bench", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_bench

@@ -27,7 +27,7 @@
 #include "step/prefix_cache.h"
 #include "tokenizer/tokenizer.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_bench_reuse {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -283,4 +283,4 @@ CommandRegistrar reg("bench-reuse", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_bench_reuse

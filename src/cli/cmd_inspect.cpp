@@ -16,7 +16,7 @@
 #include "gguf/gguf.h"
 #include "quant/quant.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_inspect {
 namespace {
 
 using gguf::Value;
@@ -276,4 +276,4 @@ CommandRegistrar reg("inspect", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_inspect

@@ -10,7 +10,7 @@
 #include "cli/model_source.h"
 #include "common/error.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_logits {
 namespace {
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -78,4 +78,4 @@ CommandRegistrar reg("logits", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_logits

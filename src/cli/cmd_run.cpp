@@ -13,7 +13,7 @@
 #include "step/sampling.h"
 #include "tokenizer/tokenizer.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_run {
 namespace {
 
 // The demo model writes Python; without -p it continues this.
@@ -125,4 +125,4 @@ CommandRegistrar reg("run", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_run

@@ -18,7 +18,7 @@
 #include "engine/engine.h"
 #include "serve/http_server.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_serve {
 namespace {
 
 struct Args {
@@ -143,4 +143,4 @@ CommandRegistrar reg("serve", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_serve

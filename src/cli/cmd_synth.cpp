@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "synth/synth.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_synth {
 namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -92,4 +92,4 @@ const CommandRegistrar kRegistrar("synth", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_synth

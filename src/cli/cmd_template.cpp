@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "gguf/gguf.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_template {
 namespace {
 
 struct Args {
@@ -90,4 +90,4 @@ CommandRegistrar reg("template", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_template

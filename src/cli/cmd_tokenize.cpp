@@ -18,7 +18,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
-namespace memra::cli {
+namespace memra::cli::cmd_tokenize {
 namespace {
 
 struct TokenizeArgs {
@@ -125,4 +125,4 @@ const CommandRegistrar detokenize_registrar("detokenize", [](CLI::App& app) {
 });
 
 }  // namespace
-}  // namespace memra::cli
+}  // namespace memra::cli::cmd_tokenize

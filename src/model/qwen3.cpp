@@ -4,7 +4,9 @@
 #include "model/binder.h"
 #include "model/model.h"
 
-namespace memra {
+// A namespace per architecture: the model library compiles as one unity batch (MEMRA_UNITY),
+// where every architecture's kTraits, bind and registrar would otherwise collide.
+namespace memra::arch_qwen3 {
 namespace {
 
 // Traits beyond the defaults (model/arch.h): full attention in every layer, no gate, dense FFN.
@@ -38,4 +40,4 @@ constexpr Arch kArch{"qwen3", kTraits, bind, kShapes};
 const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
-}  // namespace memra
+}  // namespace memra::arch_qwen3

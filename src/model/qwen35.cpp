@@ -5,7 +5,7 @@
 #include "model/binder.h"
 #include "model/model.h"
 
-namespace memra {
+namespace memra::arch_qwen35 {
 namespace {
 
 // Traits beyond the defaults (model/arch.h): Gated DeltaNet layers, gated attention, dense FFN.
@@ -40,4 +40,4 @@ constexpr Arch kArch{"qwen35", kTraits, bind, kShapes};
 const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
-}  // namespace memra
+}  // namespace memra::arch_qwen35

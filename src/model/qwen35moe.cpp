@@ -4,7 +4,7 @@
 #include "model/binder.h"
 #include "model/model.h"
 
-namespace memra {
+namespace memra::arch_qwen35moe {
 namespace {
 
 // Traits beyond the defaults (model/arch.h): Gated DeltaNet layers, gated attention, MoE FFN.
@@ -36,4 +36,4 @@ constexpr Arch kArch{"qwen35moe", kTraits, bind, kShapes};
 const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
-}  // namespace memra
+}  // namespace memra::arch_qwen35moe

@@ -6,7 +6,7 @@
 #include "model/binder.h"
 #include "model/model.h"
 
-namespace memra {
+namespace memra::arch_qwen3next {
 namespace {
 
 // Traits beyond the defaults (model/arch.h): Gated DeltaNet layers with grouped heads and the
@@ -43,4 +43,4 @@ constexpr Arch kArch{"qwen3next", kTraits, bind, kShapes};
 const ArchRegistrar kRegistrar(kArch);
 
 }  // namespace
-}  // namespace memra
+}  // namespace memra::arch_qwen3next

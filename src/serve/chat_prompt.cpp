@@ -14,10 +14,6 @@ const std::vector<std::string> kTemplateKwargs = {"enable_thinking", "thinking",
 
 namespace {
 
-ApiError bad(const std::string& param, const std::string& message, const std::string& code = {}) {
-  return ApiError(400, message, param, code);
-}
-
 // Control-token texts by first byte, for scanning.
 struct ControlIndex {
   explicit ControlIndex(const ModelInfo& m) : tokens(m.control_tokens) {

@@ -15,8 +15,6 @@ namespace memra::serve {
 
 namespace {
 
-ApiError bad(const std::string& param, const std::string& message) { return ApiError(400, message, param); }
-
 const ojson* present(const ojson& obj, const char* key) {
   auto it = obj.find(key);
   return it == obj.end() || it->is_null() ? nullptr : &*it;

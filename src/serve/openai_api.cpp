@@ -68,10 +68,6 @@ int json_depth(std::string_view text) {
 
 namespace {
 
-ApiError bad(const std::string& param, const std::string& message, const std::string& code = {}) {
-  return ApiError(400, message, param, code);
-}
-
 const char* type_name(const ojson& v) {
   if (v.is_null()) return "null";
   if (v.is_boolean()) return "a boolean";

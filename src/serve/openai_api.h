@@ -53,6 +53,11 @@ class ApiError : public std::runtime_error {
   std::string json() const;
 };
 
+// A 400 naming the offending request field: the request parsers' common error.
+inline ApiError bad(const std::string& param, const std::string& message, const std::string& code = {}) {
+  return ApiError(400, message, param, code);
+}
+
 // {"error": {"message", "type", "param", "code"}} (param and code null when empty); `type`
 // defaults from the status (400/413/422: invalid_request_error, 401: authentication_error,
 // 404: not_found_error, 429: rate_limit_error, 503: service_unavailable, 5xx: server_error).

@@ -9,8 +9,6 @@ namespace memra::serve {
 
 namespace {
 
-ApiError bad(const std::string& param, const std::string& message) { return ApiError(400, message, param); }
-
 bool flag(const ojson& req, const char* key, bool def) {
   auto it = req.find(key);
   if (it == req.end() || it->is_null()) return def;
