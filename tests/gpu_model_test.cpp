@@ -299,13 +299,8 @@ TEST(GpuModel, WeightsThatDoNotFitAreAClearError) {
 TEST(GpuModel, UnsupportedDimensionsAreAClearError) {
   MEMRA_GPU_OR_SKIP(gpu);
   auto dims = [](int attn, int gdn, int conv = 0, int n_expert = 0, int n_used = 0) {
-    ModelDims d;
-    d.attention_head_dim = attn;
-    d.deltanet_head_dim = gdn;
-    d.conv_kernel = conv;
-    d.n_expert = n_expert;
-    d.n_expert_used = n_used;
-    return d;
+    return ModelDims{.attention_head_dim = attn, .deltanet_head_dim = gdn, .conv_kernel = conv, .n_expert = n_expert,
+                     .n_expert_used = n_used};
   };
   EXPECT_EQ(gpu->unsupported(dims(256, 128, 4, 256, 8)), "");  // Qwen3.5 MoE
   EXPECT_EQ(gpu->unsupported(dims(128, 0)), "");               // plain attention

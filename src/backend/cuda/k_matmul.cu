@@ -98,11 +98,10 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
   args.rows_cap = static_cast<int>(std::min<int64_t>(8 * c.nt, args.rows));
   // The wide float types need fewer warps per CTA for their stages to fit in shared memory.
   constexpr int kSmemBudget = 227 << 10;  // the sm_90 per-block limit
-  constexpr int stages = kStages;
   auto smem = [&](int warps) {
     const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
     const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
-    return stages * (warps * c.mt * pieces_of(type) * 512 + args.rows_cap * kActRowBytes * (lo ? 2 : 1) +
+    return kStages * (warps * c.mt * pieces_of(type) * 512 + args.rows_cap * kActRowBytes * (lo ? 2 : 1) +
                      (sums ? c.nt * kSumTileBytes : 0)) +
            8 * 8 * c.nt;
   };

@@ -37,11 +37,6 @@ __device__ __forceinline__ uint32_t nibble_pair(uint32_t u, int p, uint32_t high
   return ((u >> (4 * p)) & 0x000F000Fu) | high | 0x64006400u;
 }
 
-// (v & mask) | bits: one LOP3.
-__device__ __forceinline__ uint32_t lop3_or_and(uint32_t v, uint32_t mask, uint32_t bits) {
-  return (v & mask) | bits;
-}
-
 // Bytes 2q, 2q+1 (q = 0, 1) of w, as int8 codes, to two f16 values.
 __device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
   // w_biased = w ^ 0x80808080: each byte is code + 128; placed under the f16 exponent of 1024.
@@ -115,8 +110,8 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const TileRegs<T
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const uint32_t v = half == 0 ? u : u >> 8;
-        fr.a[half][w] = sub_f16x2(lop3_or_and(v, 0x000F000Fu, 0x64006400u), kBias);
-        fr.a[half][2 + w] = fma_f16x2(lop3_or_and(v, 0x00F000F0u, 0x64006400u), kSixteenth, kHighBias);
+        fr.a[half][w] = sub_f16x2(nibble_pair(v, 0, 0), kBias);
+        fr.a[half][2 + w] = fma_f16x2((v & 0x00F000F0u) | 0x64006400u, kSixteenth, kHighBias);  // one LOP3
       }
     }
   } else if constexpr (T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
