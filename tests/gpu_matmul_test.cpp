@@ -91,7 +91,7 @@ TEST(GpuMatmul, MatchesCpuWithinTheF16Bound) {
   // (n_in, n_out): Qwen3.5-9B's attn_qkv and ffn_down widths, cut in n_out to keep the CPU fast;
   // then a partial k-tile and a partial row group.
   std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 160}, {12288, 48}, {2304, 100}};
-  // On the emulation: 2, 8, 5 and 32 k-tiles, so 1, 4, 2 and 8 K segments (matmul_order.h).
+  // On the emulation: 2, 8, 5 and 32 k-tiles, so 1, 2, 2 and 8 K segments (matmul_order.h).
   if (emulated()) shapes = {{512, 40}, {2048, 24}, {1280, 20}, {8192, 16}};
   for (GgmlType t : kTypes) {
     for (auto [n_in, n_out] : shapes) {

@@ -228,16 +228,26 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
-      // B fragments: lane (g, t) of n-tile n reads row 8n + g; rows past the staged ones are the
-      // MMA's padding columns, zero.
+      // B fragments: lane (g, t) of n-tile n reads row 8n + g. Rows past the staged ones are the
+      // MMA's padding columns, whose outputs are never stored: an output column depends on its own
+      // B column only, so the small shapes (most lanes read padding at 1-2 n-tiles) read the last
+      // staged row instead, without a predicate or zeroed registers (H200, 9B Q4_0, 2026-12-02:
+      // with the LOP3 decode, tg B = 1 330 -> 354 tok/s, B = 16 3,395 -> 3,471); the wide shapes
+      // keep reading zeros (both changes there ran 4-11% slower at B = 32-64 and pp512).
       uint4 bf[NT];
       [[maybe_unused]] uint4 bl[NT];
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
         const int row = 8 * n + g;
-        const int off = row * kActRowBytes + B * 64 + t * 16;
-        bf[n] = row < rows_cap ? lds<uint4>(act + off) : make_uint4(0, 0, 0, 0);
-        if constexpr (S::kUsesLo) bl[n] = row < rows_cap ? lds<uint4>(act + lo_off + off) : make_uint4(0, 0, 0, 0);
+        if constexpr (NT <= 2) {
+          const int off = min(row, rows_cap - 1) * kActRowBytes + B * 64 + t * 16;
+          bf[n] = lds<uint4>(act + off);
+          if constexpr (S::kUsesLo) bl[n] = lds<uint4>(act + lo_off + off);
+        } else {
+          const int off = row * kActRowBytes + B * 64 + t * 16;
+          bf[n] = row < rows_cap ? lds<uint4>(act + off) : make_uint4(0, 0, 0, 0);
+          if constexpr (S::kUsesLo) bl[n] = row < rows_cap ? lds<uint4>(act + lo_off + off) : make_uint4(0, 0, 0, 0);
+        }
       }
       [[maybe_unused]] float2 xs[NT];
       if constexpr (S::kUsesSums) {
@@ -254,7 +264,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
           sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
           sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
         } else {
-          decode_block<T, B>(wl, regs[m], fr, sc);
+          decode_block<T, B, (NT <= 2)>(wl, regs[m], fr, sc);
         }
 #pragma unroll
         for (int n = 0; n < NT; ++n) {

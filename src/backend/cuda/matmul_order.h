@@ -33,11 +33,11 @@
 // and C: the same instruction on the same operands gives the same bits in any fragment position.
 //
 // Order. The row's k-tiles (8 blocks, 256 columns, zero-padded) are cut into S segments, S =
-// k_segments(n_kt) (8 from 32 k-tiles on, 4 from 8, 2 from 4, else 1): segment s holds k-tiles
+// k_segments(n_kt) (8 from 32 k-tiles on, 2 from 4, else 1): segment s holds k-tiles
 // [floor(s n_kt / S), floor((s+1) n_kt / S)). Within a segment acc starts at +0 and takes its
 // blocks in increasing b, one after another; padding blocks (zero codes, zero activations) add
-// exact zeros. The segments meet in a fixed pairwise tree: P0 + P1 (S = 2), (P0 + P1) + (P2 + P3)
-// (S = 4), ((P0 + P1) + (P2 + P3)) + ((P4 + P5) + (P6 + P7)) (S = 8).
+// exact zeros. The segments meet in a fixed pairwise tree: P0 + P1 (S = 2),
+// ((P0 + P1) + (P2 + P3)) + ((P4 + P5) + (P6 + P7)) (S = 8).
 // Then result = sum * 2^e_r (exact), and the op's epilogue: out = result, out = out + result
 // (accumulate), or silu(result_gate) * result_up (SwiGLU). The segments are what lets a single
 // decode row spread over the GPU (k_matmul.cu runs them as a cluster of blocks); they depend on
@@ -68,7 +68,10 @@ constexpr int kGroupRows = 16;
 
 MEMRA_ORDER_HD constexpr int64_t k_tiles(int64_t n_in) { return (n_in + kTileK - 1) / kTileK; }
 MEMRA_ORDER_HD constexpr int64_t row_groups(int64_t n_out) { return (n_out + kGroupRows - 1) / kGroupRows; }
-MEMRA_ORDER_HD constexpr int k_segments(int64_t n_kt) { return n_kt >= 32 ? 8 : n_kt >= 8 ? 4 : n_kt >= 4 ? 2 : 1; }
+// Two segments below 32 k-tiles (was four from 8: H200, 9B Q4_0, 2026-12-02, the 4096-column
+// matrices at 2 instead of 4 segments gave tg B = 16 3,471 -> 3,870 tok/s and pp512 5,342 -> 6,202;
+// 8 segments there, or 16 from 32 k-tiles on, were slower at every B, and 4 from 32 on slower at B = 1).
+MEMRA_ORDER_HD constexpr int k_segments(int64_t n_kt) { return n_kt >= 32 ? 8 : n_kt >= 4 ? 2 : 1; }
 
 // The power-of-two exponent of a row (or weight block) whose largest magnitude is `amax`.
 MEMRA_ORDER_HD inline int scale_exponent(float amax) {

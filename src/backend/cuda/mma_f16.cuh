@@ -89,6 +89,19 @@ __device__ __forceinline__ uint32_t fma_f16x2(uint32_t x, uint32_t m, uint32_t k
 #endif
 }
 
+// (x & mask) | bits in one LOP3: written as C++ the compiler emits an AND and an OR (a LOP3 takes
+// one immediate operand), so the nibble decode spent two instructions per f16 pair here.
+template <uint32_t kMask, uint32_t kBits>
+__device__ __forceinline__ uint32_t and_or(uint32_t x) {
+#ifdef MEMRA_CUDASIM
+  return (x & kMask) | kBits;
+#else
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(r) : "r"(x), "n"(kMask), "n"(kBits));  // 0xEA: (a & b) | c
+  return r;
+#endif
+}
+
 // ---- asynchronous global -> shared copies (cp.async, sm_80+) ----
 
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
