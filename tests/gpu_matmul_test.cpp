@@ -17,26 +17,9 @@
 namespace memra {
 namespace {
 
-struct HostWeight {
-  WeightRef ref;
-  std::vector<uint8_t> bytes;
-};
-
+using test::HostWeight;
 HostWeight make_weight(GgmlType type, int64_t n_in, int64_t n_out, uint64_t seed) {
-  HostWeight h;
-  h.ref.type = type;
-  h.ref.n_in = n_in;
-  h.ref.n_out = n_out;
-  h.ref.row_bytes = quant::row_bytes(type, n_in);
-  h.ref.mat_bytes = h.ref.row_bytes * n_out;
-  h.ref.name = std::string("test.") + quant::type_name(type);
-  h.bytes.resize(h.ref.mat_bytes);
-  auto vals = test::normal_floats(static_cast<size_t>(n_in), 0.05f, seed);
-  for (int64_t r = 0; r < n_out; ++r) {
-    for (int64_t i = 0; i < n_in; ++i) vals[i] = vals[(i * 7 + r * 13 + 1) % n_in] * (i % 5 == r % 5 ? -1.3f : 0.9f);
-    quant::quantize_row(type, vals.data(), h.bytes.data() + r * h.ref.row_bytes, n_in);
-  }
-  return h;
+  return test::make_weight(type, n_in, n_out, 1, 0.05f, seed);
 }
 
 std::vector<float> run_matmul(Backend& be, const HostWeight& hw, const std::vector<float>& x, int64_t rows,

@@ -15,29 +15,11 @@
 namespace memra {
 namespace {
 
-struct HostMatrix {
-  WeightRef ref;
-  std::vector<uint8_t> bytes;
-};
-
-HostMatrix make_matrix(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_mat, float scale, uint64_t seed) {
-  HostMatrix h;
-  h.ref.type = type;
-  h.ref.n_in = n_in;
-  h.ref.n_out = n_out;
-  h.ref.n_mat = n_mat;
-  h.ref.row_bytes = quant::row_bytes(type, n_in);
-  h.ref.mat_bytes = h.ref.row_bytes * n_out;
-  h.ref.name = "moe.test";
-  h.bytes.resize(h.ref.mat_bytes * n_mat);
-  auto vals = test::normal_floats(static_cast<size_t>(n_in * n_out * n_mat), scale, seed);
-  for (int64_t r = 0; r < n_out * n_mat; ++r)
-    quant::quantize_row(type, vals.data() + r * n_in, h.bytes.data() + r * h.ref.row_bytes, n_in);
-  return h;
-}
+using test::HostWeight;
+using test::make_weight;
 
 struct MoeCase {
-  HostMatrix router, gate, up, down, gate_sh, up_sh, down_sh, sh_gate;
+  HostWeight router, gate, up, down, gate_sh, up_sh, down_sh, sh_gate;
   MoeWeights w;
 };
 
@@ -45,18 +27,18 @@ struct MoeCase {
 MoeCase make_case(GgmlType type, bool shared) {
   const int64_t hidden = 512, n_ff = 256, n_sh = 256, n_expert = 32;
   MoeCase c;
-  c.router = make_matrix(GgmlType::F32, hidden, n_expert, 1, 0.2f, 1);
-  c.gate = make_matrix(type, hidden, n_ff, n_expert, 0.05f, 2);
-  c.up = make_matrix(type, hidden, n_ff, n_expert, 0.05f, 3);
-  c.down = make_matrix(type, n_ff, hidden, n_expert, 0.05f, 4);
+  c.router = make_weight(GgmlType::F32, hidden, n_expert, 1, 0.2f, 1);
+  c.gate = make_weight(type, hidden, n_ff, n_expert, 0.05f, 2);
+  c.up = make_weight(type, hidden, n_ff, n_expert, 0.05f, 3);
+  c.down = make_weight(type, n_ff, hidden, n_expert, 0.05f, 4);
   c.w.n_expert = static_cast<int>(n_expert);
   c.w.n_used = 4;
   c.w.norm_topk = true;
   if (shared) {
-    c.gate_sh = make_matrix(type, hidden, n_sh, 1, 0.05f, 5);
-    c.up_sh = make_matrix(type, hidden, n_sh, 1, 0.05f, 6);
-    c.down_sh = make_matrix(type, n_sh, hidden, 1, 0.05f, 7);
-    c.sh_gate = make_matrix(GgmlType::F32, hidden, 1, 1, 0.1f, 8);
+    c.gate_sh = make_weight(type, hidden, n_sh, 1, 0.05f, 5);
+    c.up_sh = make_weight(type, hidden, n_sh, 1, 0.05f, 6);
+    c.down_sh = make_weight(type, n_sh, hidden, 1, 0.05f, 7);
+    c.sh_gate = make_weight(GgmlType::F32, hidden, 1, 1, 0.1f, 8);
   }
   return c;
 }
@@ -64,10 +46,7 @@ MoeCase make_case(GgmlType type, bool shared) {
 // Uploads the case's weights to `be` (each backend gets its own WeightRefs).
 MoeWeights upload(Backend& be, MoeCase& c) {
   MoeWeights w = c.w;
-  auto up = [&](HostMatrix& h, WeightRef& dst) {
-    dst = h.ref;
-    be.upload_matrix(dst, h.bytes.data());
-  };
+  auto up = [&](const HostWeight& h, WeightRef& dst) { dst = test::upload(be, h); };
   up(c.router, w.router);
   up(c.gate, w.gate_exps);
   up(c.up, w.up_exps);
