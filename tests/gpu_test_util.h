@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "engine/options.h"
+#include "quant/quant.h"
 #include "test_util.h"
 #ifdef MEMRA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -77,6 +79,41 @@ inline double rel_err(const std::vector<float>& a, const std::vector<float>& b) 
     den += static_cast<double>(b[i]) * b[i];
   }
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// A weight matrix (or a stack of n_mat) in GGUF's layout, made on the host.
+struct HostWeight {
+  WeightRef ref;
+  std::vector<uint8_t> bytes;
+};
+
+// Rows drawn cheaply from one pool of N(0, scale) values (shuffled, some negated), so a 35B
+// expert stack or an output head takes seconds, not minutes.
+inline HostWeight make_weight(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_mat, float scale, uint64_t seed) {
+  HostWeight h;
+  h.ref.type = type;
+  h.ref.n_in = n_in;
+  h.ref.n_out = n_out;
+  h.ref.n_mat = n_mat;
+  h.ref.row_bytes = quant::row_bytes(type, n_in);
+  h.ref.mat_bytes = h.ref.row_bytes * n_out;
+  h.ref.name = std::string("test.") + quant::type_name(type);
+  h.bytes.resize(h.ref.mat_bytes * n_mat);
+  const auto pool = normal_floats(static_cast<size_t>(n_in) + 4099, scale, seed);
+  std::vector<float> row(static_cast<size_t>(n_in));
+  for (int64_t r = 0; r < n_out * n_mat; ++r) {
+    const int64_t off = (r * 7919) % 4099;
+    for (int64_t i = 0; i < n_in; ++i) row[i] = pool[off + (i * 7 + r * 13 + 1) % n_in] * (i % 5 == r % 5 ? -1.3f : 0.9f);
+    quant::quantize_row(type, row.data(), h.bytes.data() + r * h.ref.row_bytes, n_in);
+  }
+  return h;
+}
+
+// The weight in `be`'s memory (each backend gets its own WeightRef).
+inline WeightRef upload(Backend& be, const HostWeight& h) {
+  WeightRef w = h.ref;
+  be.upload_matrix(w, h.bytes.data());
+  return w;
 }
 
 // A float buffer in a backend's memory, filled from / read back to host vectors.

@@ -1,4 +1,4 @@
-// CPU full attention: QK-norm + NeoX rope, KV append, causal softmax attention, output gate.
+// CPU full attention: QK-norm + NeoX rope, KV append, causal softmax attention.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -94,16 +94,6 @@ void CpuBackend::attention(int layer, const float* q, const float* k, const floa
       }
     }
   }
-}
-
-void CpuBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
-                                  int64_t gate_row_stride, int gate_head_stride) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int h = 0; h < n_head; ++h)
-      for (int i = 0; i < head_dim; ++i) {
-        float& o = out[(r * n_head + h) * head_dim + i];
-        o = static_cast<float>(o * cpu::sigmoid(gate[r * gate_row_stride + h * gate_head_stride + i]));
-      }
 }
 
 }  // namespace memra

@@ -1,4 +1,6 @@
-// CPU backend: memory, scratch, and the row-wise ops.
+// CPU backend: construction, memory, scratch, and the helpers the ops share. The ops live beside
+// their CUDA twins' names: cpu_rowwise.cpp (k_rowwise.cu), cpu_matmul.cpp (k_matmul.cu),
+// cpu_attention.cpp (k_attention*.cu), cpu_deltanet.cpp (k_deltanet.cu), cpu_moe.cpp (k_moe.cu).
 #include "backend/cpu/cpu_backend.h"
 
 #include <cmath>
@@ -8,9 +10,6 @@
 
 #include <omp.h>
 
-#include "common/error.h"
-#include "quant/quant.h"
-#include "step/step_plan.h"
 
 namespace memra {
 
@@ -91,60 +90,6 @@ void CpuBackend::scratch_release(size_t mark) {
   for (size_t i = index + 1; i < blocks_.size(); ++i) blocks_[i].used = 0;
   if (index < blocks_.size()) blocks_[index].used = used;
   block_index_ = index;
-}
-
-// ---- row-wise ops ----
-
-void CpuBackend::embed(const WeightRef& table, float* out) {
-  const StepPlan& p = *plan_;
-  const int64_t rows = p.n_rows();
-  for (int64_t r = 0; r < rows; ++r) {
-    int32_t t = p.tokens[r];
-    MEMRA_ASSERT(t >= 0 && t < table.n_out, "token {} outside the embedding table", t);
-    const uint8_t* src = static_cast<const uint8_t*>(table.data) + table.row_bytes * static_cast<size_t>(t);
-    quant::dequantize_row(table.type, src, out + r * table.n_in, table.n_in);
-  }
-}
-
-uint64_t CpuBackend::rms_norm(const float* x, const VecRef& w, float* out, int64_t rows, int64_t dim, float eps) {
-  MEMRA_ASSERT(w.n == dim, "rms_norm weight {} != dim {}", w.n, dim);
-#pragma omp parallel for num_threads(threads_) schedule(static) if (cpu::worth_parallel(rows * dim) && rows > 1)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * dim;
-    double scale = cpu::rms_scale(xr, dim, eps);
-    for (int64_t i = 0; i < dim; ++i) out[r * dim + i] = static_cast<float>(xr[i] * scale * w.data[i]);
-  }
-  return 0;  // the matmuls read the floats themselves
-}
-
-void CpuBackend::matmul(const WeightRef& w, MatmulInput in, float* out, int64_t rows, int64_t mat,
-                        bool accumulate) {
-  const float* x = in.x;
-  MEMRA_ASSERT(w.valid() && mat >= 0 && mat < w.n_mat, "matmul on {} matrix {}", w.name, mat);
-  const uint8_t* base = static_cast<const uint8_t*>(w.data) + w.mat_bytes * static_cast<size_t>(mat);
-  const int64_t n_in = w.n_in, n_out = w.n_out;
-  // One weight row is decoded once and used for every activation row: each output element is
-  // the same float64 dot product whatever the number of rows.
-#pragma omp parallel num_threads(threads_) if (cpu::worth_parallel(n_out * n_in * rows))
-  {
-    std::vector<float> wrow(static_cast<size_t>(n_in));
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < n_out; ++j) {
-      quant::dequantize_row(w.type, base + w.row_bytes * static_cast<size_t>(j), wrow.data(), n_in);
-      for (int64_t r = 0; r < rows; ++r) {
-        float v = static_cast<float>(cpu::dot(wrow.data(), x + r * n_in, n_in));
-        out[r * n_out + j] = accumulate ? out[r * n_out + j] + v : v;
-      }
-    }
-  }
-}
-
-void CpuBackend::silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(cpu::silu(gate[i]) * up[i]);
-}
-
-void CpuBackend::gather_rows(const float* x, const int32_t* src_rows, int64_t n, int64_t cols, float* out) {
-  for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * cols, x + static_cast<int64_t>(src_rows[i]) * cols, cols * sizeof(float));
 }
 
 }  // namespace memra

@@ -1,0 +1,1067 @@
+// Every op the CUDA backend shares with the CPU backend, run on both through the Backend interface
+// from one table of cases (in the spirit of llama.cpp's test-backend-ops): an op, real shapes
+// (Qwen3.5 2B / 9B / 27B / 35B-A3B and Qwen3-Next from ../shared/shapes.md) and small odd ones, a
+// weight / cache type, a value range, a tolerance whose derivation sits beside its constant, and
+// whether the op's state (KV cache, conv window, recurrent state) is compared too. One line per
+// case: `op shape type: max err / bound  OK|FAIL`.
+//
+// What the table cannot say stays in the op families' own tests: results bit-identical whatever
+// the batch or the cut of a prompt, fused launches against separate ones, perf prints, hostile
+// dimensions (gpu_matmul_test.cpp, gpu_attention_test.cpp, gpu_deltanet_test.cpp, gpu_moe_test.cpp);
+// the sampler's method and its filter grids against the host sampler (gpu_sampling_test.cpp).
+//
+// The CUDA emulation (tests/cudasim, CI) is ~1000x slower than a GPU: cases marked kHw run on a
+// GPU only; the rest are small enough for CI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "gpu_test_util.h"
+#include "model/config.h"
+#include "quant/quant.h"
+#include "step/sampling.h"
+#include "step/sequence_cache.h"
+#include "step/step_plan.h"
+
+// A namespace of its own: the unity build puts several test files in one translation unit.
+namespace memra::gpu_ops_test {
+namespace {
+
+using test::DevFloats;
+
+// ---- tolerances (each bound's derivation) ----
+
+// Matmul, every element: |gpu - cpu| <= 2^-10 * sum_k |w_jk x_rk| (matmul_order.h: the f16
+// rounding of the activations, relative 2^-11 per element, plus float accumulation). The float
+// weight types also multiply the activations' low parts (~2^-22 each): 2^-16 leaves float
+// accumulation over up to a few hundred blocks.
+const double kMatmulQuant = std::ldexp(1.0, -10);
+const double kMatmulFloat = std::ldexp(1.0, -16);
+// RMSNorm, every element, relative: the sum of squares takes at most ~45 float roundings in the
+// kernel's order (2^-24 each), halved by the square root, plus the rsqrt and two products.
+constexpr double kNormTol = 1e-5;
+// silu(g) * u and x * sigmoid(g), relative: expf (2 ulp), one add, one divide and one product in
+// float against float64 rounded once: ~4.5 ulp; 2^-20 (8 ulp) bounds it.
+const double kElemTol = std::ldexp(1.0, -20);
+// qk_norm_rope, per head, relative L2: the norm as above (1e-5); the rope angle is pos * inv_freq
+// in float on the GPU (double on the CPU): at most pos * 2^-23 rad on the fastest pairs, a share
+// of the head: 2e-7 per position.
+constexpr double kRopeTol = 1e-5, kRopeTolPerPos = 2e-7;
+// Attention, per (row, head), relative L2. The f16 cache rounds every K/V element to 11
+// significant bits: on N(0,1) inputs that moves a head's output by <= ~5e-4 in a float64
+// simulation at 1..4096 keys; float accumulation and softmax add well under 1e-4.
+constexpr double kAttnTol = 2e-3;
+// The 8-bit cache rounds each element to 1/254 of its 32-block's max|x|: 0.55-1.3% relative L2 in
+// a float64 simulation of these shapes (worst of 35 draws). A wrong scale or block gives ~1.
+constexpr double kAttnTolQ8 = 4e-2;
+// Gated DeltaNet, relative L2 over a tensor, and its worst element <= 10 x tol x rms. Measured with
+// the kernels' float32 arithmetic replayed on the host: ~7e-8 (conv), ~2e-7 (core, decode and
+// 100-row prefill alike: the decay exp(g) < 1 keeps the carried error from growing). 25-50x room.
+constexpr double kConvTol = 2e-6;     // 4-tap float fma chain + SiLU vs float64
+constexpr double kDecodeTol = 5e-6;   // one token through the core
+constexpr double kCarriedTol = 1e-5;  // up to 300 tokens with the state carried in float32
+constexpr double kElemFactor = 10;
+// MoE, relative L2 of the FFN's contribution over the rows whose routing is clear: f16 activations
+// at two matmul stages (~1e-3); float weights also see the activations' low parts.
+constexpr double kMoeQuant = 5e-3, kMoeFloat = 1e-4;
+// Rows whose k-th and (k+1)-th router probabilities are within this share may route differently
+// (the GPU's router logits carry the f16 rounding of x): not compared.
+constexpr double kMoeMargin = 0.02;
+// Embedding rows: the device layout decodes every type to the reference decoder's bits
+// (cuda_layout_test.cpp), F32 to its hi + lo form within 2^-21 of the block's largest value.
+const double kEmbedF32 = std::ldexp(1.0, -21);
+
+// ---- shapes ----
+
+struct ModelShape {
+  const char* name;
+  int64_t hidden;
+  int n_head, n_head_kv, head_dim, n_rot;
+  bool gated;  // q rows interleave [q_h | gate_h]
+  float theta;
+  int n_k, n_v, d;  // Gated DeltaNet heads and head size
+  GdnHeadMap map;
+  GdnGateLayout gates;
+  int n_expert, n_used;
+  int64_t expert_ff, shared_ff;
+};
+constexpr auto kTiled = GdnHeadMap::Tiled, kGrouped = GdnHeadMap::Grouped;
+constexpr auto kSep = GdnGateLayout::Separate, kBA = GdnGateLayout::GroupedBA;
+// ../shared/shapes.md. MoE shapes beside dense ones carry their own expert widths.
+const ModelShape k2B{"2b", 2048, 8, 2, 256, 64, true, 1e7f, 16, 16, 128, kTiled, kSep, 0, 0, 0, 0};
+const ModelShape k9B{"9b", 4096, 16, 4, 256, 64, true, 1e7f, 16, 32, 128, kTiled, kSep, 0, 0, 0, 0};
+const ModelShape k27B{"27b", 5120, 24, 4, 256, 64, true, 1e7f, 16, 48, 128, kTiled, kSep, 0, 0, 0, 0};
+const ModelShape k35B{"35b-a3b", 2048, 16, 2, 256, 64, true, 1e7f, 16, 32, 128, kTiled, kSep, 256, 8, 512, 512};
+const ModelShape kNext{"next-80b", 2048, 16, 2, 256, 64, true, 1e7f, 16, 32, 128, kGrouped, kBA, 512, 10, 512, 512};
+// The tiny fixtures, the demo model's linear layers, plain Qwen3 attention, head sizes off the
+// 128-column tile, and a small MoE (32 experts of 256, top 4, shared 256) the emulation can run.
+const ModelShape kTiny{"tiny", 256, 4, 2, 64, 16, true, 1e7f, 2, 4, 32, kTiled, kSep, 0, 0, 0, 0};
+const ModelShape kNextTiny{"next-tiny", 256, 4, 2, 64, 16, true, 1e7f, 2, 4, 32, kGrouped, kBA, 0, 0, 0, 0};
+const ModelShape kDemo{"demo", 512, 8, 8, 64, 64, false, 1e4f, 4, 8, 64, kTiled, kSep, 0, 0, 0, 0};
+const ModelShape kPlain{"qwen3-plain", 2048, 16, 8, 128, 128, false, 1e6f, 0, 0, 0, kTiled, kSep, 0, 0, 0, 0};
+const ModelShape kD96{"d96", 512, 4, 2, 64, 16, true, 1e7f, 2, 2, 96, kGrouped, kBA, 0, 0, 0, 0};
+const ModelShape kD256{"d256", 512, 4, 2, 64, 16, true, 1e7f, 1, 2, 256, kTiled, kSep, 0, 0, 0, 0};
+const ModelShape kMoeSmall{"moe-small", 512, 4, 2, 64, 16, true, 1e7f, 2, 4, 32, kTiled, kSep, 32, 4, 256, 256};
+const ModelShape kMoeNoShared{"moe-small-noshared", 512, 4, 2, 64, 16, true, 1e7f, 2, 4, 32, kTiled, kSep,
+                              32, 4, 256, 0};
+
+// ---- the table ----
+
+enum class Op {
+  RmsNorm, NormMatmul, Matmul, Swiglu, SiluMul, SigmoidGate, GatherRows, Embed,  // row-wise family
+  QkNormRope, Attention,                                                          // full attention
+  Conv, DeltaNet,                                                                 // Gated DeltaNet
+  Moe, Argmax, Sample,
+};
+const char* op_name(Op op) {
+  static const char* names[] = {"rms_norm", "norm+matmul", "matmul", "swiglu", "silu_mul", "sigmoid_gate",
+                                "gather_rows", "embed", "qk_norm_rope", "attention", "conv1d_silu", "deltanet",
+                                "moe_ffn", "argmax", "sample"};
+  return names[static_cast<int>(op)];
+}
+enum class Family { RowWise, Matmul, Attention, DeltaNet, Moe, Sampling };
+Family family(Op op) {
+  switch (op) {
+    case Op::NormMatmul: case Op::Matmul: case Op::Swiglu: return Family::Matmul;
+    case Op::QkNormRope: case Op::Attention: return Family::Attention;
+    case Op::Conv: case Op::DeltaNet: return Family::DeltaNet;
+    case Op::Moe: return Family::Moe;
+    case Op::Argmax: case Op::Sample: return Family::Sampling;
+    default: return Family::RowWise;
+  }
+}
+
+// Activation value ranges. Outliers: a few channels ~200x the rest (the massive activations of
+// LLM residual streams) and one row 2^-30 smaller. RowScales: rows 2^-40 .. 2^32 apart (the f16
+// form scales each row by its own power of two).
+enum class Range { Normal, Outliers, RowScales };
+const char* range_name(Range r) { return r == Range::Normal ? "N(0,1)" : r == Range::Outliers ? "outliers" : "row-scales"; }
+
+enum Where : bool { kAll = false, kHw = true };  // kHw: on a GPU only
+
+struct Case {
+  Op op;
+  const ModelShape* m;
+  GgmlType type;       // weights, embedding table, KV cache (attention); F32 where none
+  int64_t n_in, n_out;  // matmul-like ops: widths (real n_in; n_out cut where the CPU would be slow)
+  // Rows: "1 3 13" runs one launch per count (row-wise and matmul ops); steps of sequences for
+  // the per-sequence ops: "pos:rows pos:rows; rows rows; ..." (the first step creates each
+  // sequence at pos with history, later steps give each sequence's rows, 0: not in the step).
+  const char* rows;
+  Range range;
+  double tol;
+  bool state;  // the KV cache / conv and recurrent state compared
+  Where where;
+};
+
+constexpr auto Q4_0 = GgmlType::Q4_0, Q8_0 = GgmlType::Q8_0, Q4_K = GgmlType::Q4_K, Q5_K = GgmlType::Q5_K,
+               Q6_K = GgmlType::Q6_K, F16 = GgmlType::F16, BF16 = GgmlType::BF16, F32 = GgmlType::F32;
+constexpr auto kN = Range::Normal, kOut = Range::Outliers, kRow = Range::RowScales;
+
+// The emulation's matmul shapes cross 1, 2 and 8 k-segments (2, 5, 8 and 32 k-tiles: 1, 2, 2 and 8,
+// matmul_order.h) with a partial row group; the GPU's are the models' projections.
+#define MATMUL_CASES(T, TOL)                                                                   \
+  {Op::Matmul, &k9B, T, 4096, 160, "1 3 13 70", kRow, TOL, false, kHw},                        \
+  {Op::Matmul, &k9B, T, 12288, 48, "1 8 17 40", kOut, TOL, false, kHw},                        \
+  {Op::Matmul, &k27B, T, 5120, 112, "1 5 33", kOut, TOL, false, kHw},                          \
+  {Op::Matmul, &k27B, T, 17408, 40, "1 9", kN, TOL, false, kHw},                               \
+  {Op::Matmul, &k2B, T, 6144, 100, "1 64", kRow, TOL, false, kHw},                             \
+  {Op::Matmul, &kTiny, T, 512, 40, "1 3 13 70", kRow, TOL, false, kAll},                       \
+  {Op::Matmul, &kTiny, T, 1280, 20, "1 3 13 70", kOut, TOL, false, kAll},                      \
+  {Op::Matmul, &kTiny, T, 2048, 24, "1 3 13 70", kN, TOL, false, kAll},                        \
+  {Op::Matmul, &kTiny, T, 8192, 16, "1 3 13 70", kRow, TOL, false, kAll}
+
+const Case kCases[] = {
+    // ---- row-wise ----
+    // Row lengths: the models' hidden sizes, one not a multiple of 4 (scalar loads), the longest
+    // held in registers (8192) and a longer one (read again each pass).
+    {Op::RmsNorm, &k9B, F32, 4096, 0, "1 9", kOut, kNormTol, false, kHw},
+    {Op::RmsNorm, &k27B, F32, 5120, 0, "3", kRow, kNormTol, false, kHw},
+    {Op::RmsNorm, &k9B, F32, 8192, 0, "9", kN, kNormTol, false, kHw},
+    {Op::RmsNorm, &k2B, F32, 2048, 0, "1 9", kOut, kNormTol, false, kAll},
+    {Op::RmsNorm, &kTiny, F32, 512, 0, "9", kRow, kNormTol, false, kAll},
+    {Op::RmsNorm, &kTiny, F32, 1002, 0, "9", kN, kNormTol, false, kAll},
+    {Op::RmsNorm, &kTiny, F32, 9000, 0, "9", kN, kNormTol, false, kAll},
+    {Op::SiluMul, &k9B, F32, 12288, 0, "1 7", kOut, kElemTol, false, kAll},
+    {Op::SiluMul, &kTiny, F32, 1001, 0, "3", kN, kElemTol, false, kAll},
+    {Op::SigmoidGate, &k9B, F32, 0, 0, "1 5", kN, kElemTol, false, kAll},
+    {Op::SigmoidGate, &k27B, F32, 0, 0, "3", kOut, kElemTol, false, kAll},
+    {Op::SigmoidGate, &kPlain, F32, 0, 0, "2", kN, kElemTol, false, kAll},  // ungated layout: gate rows of their own
+    {Op::GatherRows, &k9B, F32, 4096, 0, "1 6", kN, 0, false, kAll},
+    {Op::Embed, &k9B, Q4_0, 4096, 4099, "1 7", kN, 0, false, kHw},
+    {Op::Embed, &k2B, Q8_0, 2048, 300, "5", kN, 0, false, kAll},
+    {Op::Embed, &k2B, Q4_K, 2048, 300, "5", kN, 0, false, kAll},
+    {Op::Embed, &k2B, Q5_K, 2048, 300, "5", kN, 0, false, kAll},
+    {Op::Embed, &k2B, Q6_K, 2048, 300, "5", kN, 0, false, kAll},
+    {Op::Embed, &k2B, F16, 2048, 300, "5", kN, 0, false, kAll},
+    {Op::Embed, &k2B, BF16, 2048, 300, "5", kN, 0, false, kAll},
+    {Op::Embed, &k2B, F32, 2048, 300, "5", kN, kEmbedF32, false, kAll},
+    {Op::Embed, &kTiny, Q4_0, 96, 50, "3", kN, 0, false, kAll},  // a partial k-tile
+
+    // ---- matmul: every weight type ----
+    MATMUL_CASES(Q4_0, kMatmulQuant),
+    MATMUL_CASES(Q8_0, kMatmulQuant),
+    MATMUL_CASES(Q4_K, kMatmulQuant),
+    MATMUL_CASES(Q5_K, kMatmulQuant),
+    MATMUL_CASES(Q6_K, kMatmulQuant),
+    MATMUL_CASES(F16, kMatmulFloat),
+    MATMUL_CASES(BF16, kMatmulFloat),
+    MATMUL_CASES(F32, kMatmulFloat),
+    {Op::Matmul, &kTiny, Q4_0, 2304, 100, "3", kN, kMatmulQuant, false, kAll},   // partial k-tile
+    {Op::Matmul, &kTiny, Q8_0, 96, 17, "2", kOut, kMatmulQuant, false, kAll},    // one partial tile
+    {Op::Matmul, &k9B, Q6_K, 4096, 248320, "1", kN, kMatmulQuant, false, kHw},   // the output head
+    // The norm's f16 form handed to the matmul (its token): the matmul bound still holds, the
+    // norm's 1e-5 being far below the f16 rounding.
+    {Op::NormMatmul, &k9B, Q4_0, 4096, 96, "1 9", kOut, kMatmulQuant, false, kHw},
+    {Op::NormMatmul, &kTiny, Q4_K, 512, 64, "1 9", kOut, kMatmulQuant, false, kAll},
+    {Op::NormMatmul, &kTiny, F16, 1002, 32, "4", kN, kMatmulFloat, false, kAll},
+    // SwiGLU fused into the gate+up launch against matmul, matmul, silu_mul (bound: see run_swiglu).
+    {Op::Swiglu, &k9B, Q4_0, 4096, 256, "1 13", kOut, kMatmulQuant, false, kHw},
+    {Op::Swiglu, &k35B, Q4_K, 2048, 512, "1 20", kN, kMatmulQuant, false, kHw},
+    {Op::Swiglu, &kTiny, Q6_K, 1024, 64, "3 20", kN, kMatmulQuant, false, kAll},
+    {Op::Swiglu, &kTiny, Q8_0, 512, 48, "1", kOut, kMatmulQuant, false, kAll},
+    {Op::Swiglu, &kTiny, BF16, 512, 40, "2", kN, kMatmulFloat, false, kAll},
+
+    // ---- full attention ----
+    // qk_norm_rope: one sequence per start position (a 3-row one: consecutive positions).
+    {Op::QkNormRope, &k9B, F32, 0, 0, "0:1 1:1 7:3 255:1 256:1 1000:2 4096:1 8191:1 20000:1", kN, kRopeTol, false, kAll},
+    {Op::QkNormRope, &k27B, F32, 0, 0, "0:1 5:4 32767:1", kN, kRopeTol, false, kAll},
+    {Op::QkNormRope, &kTiny, F32, 0, 0, "0:1 1:1 7:3 255:1 8191:1 20000:1", kN, kRopeTol, false, kAll},
+    {Op::QkNormRope, &kPlain, F32, 0, 0, "0:1 1:1 7:3 4096:1 20000:1", kN, kRopeTol, false, kAll},
+    {Op::QkNormRope, &kNext, F32, 0, 0, "0:1 1000:2 20000:1", kN, kRopeTol, false, kAll},
+    // Attention (kv_append, split attention, combine); the cache compared in the device's form.
+    // Decode: key counts straddling the 128-key split and 256, alone and batched, two steps.
+    {Op::Attention, &k9B, F16, 0, 0, "0:1 1:1 126:1 127:1 128:1 254:1 255:1 256:1 999:1 4095:1 2:1 33:1 500:1 2047:1 "
+                                    "3000:1 129:1; 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k9B, F16, 0, 0, "4095:1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k9B, F16, 0, 0, "127:1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k27B, F16, 0, 0, "0:1 128:1 1000:1 4095:1 255:1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k2B, F16, 0, 0, "0:1 129:1 999:1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &kNext, F16, 0, 0, "1:1 256:1 999:1 4095:1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &kPlain, F16, 0, 0, "0:1 127:1 128:1 4095:1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &kTiny, F16, 0, 0, "0:1 1:1 127:1 128:1 300:1; 1 1 1 1 1", kN, kAttnTol, true, kAll},
+    // Prefill chunks of 1, 7, 100, 300 rows on top of caches, from empty, mixed with decode rows.
+    {Op::Attention, &k9B, F16, 0, 0, "1000:300", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k9B, F16, 0, 0, "1000:7 130:100 0:300", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k9B, F16, 0, 0, "257:7 1000:1 0:100 1000:1; 1 1 1 1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k27B, F16, 0, 0, "1000:100 0:1", kN, kAttnTol, true, kHw},
+    {Op::Attention, &k35B, F16, 0, 0, "130:300 257:7", kN, kAttnTol, true, kHw},
+    {Op::Attention, &kPlain, F16, 0, 0, "1000:100 0:7", kN, kAttnTol, true, kHw},
+    {Op::Attention, &kTiny, F16, 0, 0, "0:7 130:20 3:1; 1 1 1", kN, kAttnTol, true, kAll},
+    // The 8-bit cache: its bytes exactly the block quantization of the CPU's rows.
+    {Op::Attention, &k9B, Q8_0, 0, 0, "0:1 127:1 128:1 999:1 4095:1", kN, kAttnTolQ8, true, kHw},
+    {Op::Attention, &k9B, Q8_0, 0, 0, "1000:100 130:300 0:7", kN, kAttnTolQ8, true, kHw},
+    {Op::Attention, &k9B, Q8_0, 0, 0, "700:1 3:7", kN, kAttnTolQ8, true, kAll},
+    {Op::Attention, &kTiny, Q8_0, 0, 0, "700:1 3:7; 1 1", kN, kAttnTolQ8, true, kAll},
+
+    // ---- Gated DeltaNet (conv window and recurrent state compared) ----
+    // Conv: fewer rows than the window (1, 2), exactly it (3), more (5); then one row each.
+    {Op::Conv, &k9B, F32, 0, 0, "0:1 0:2 0:5 0:3; 1 1 1 1; 4 1 2 1", kN, kConvTol, true, kAll},
+    {Op::Conv, &kTiny, F32, 0, 0, "0:1 0:2 0:5 0:3; 1 1 1 1; 4 1 2 1", kN, kConvTol, true, kAll},
+    // Decode at B = 1, 3, 8.
+    {Op::DeltaNet, &k9B, F32, 0, 0, "17:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &k9B, F32, 0, 0, "0:1 17:1 1000:1 63:1 64:1 5:1 300:1 2:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &k27B, F32, 0, 0, "0:1 17:1 1000:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &k2B, F32, 0, 0, "0:1 17:1 1000:1", kN, kDecodeTol, true, kHw},
+    {Op::DeltaNet, &kNext, F32, 0, 0, "0:1 17:1 1000:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &kTiny, F32, 0, 0, "0:1 17:1 1000:1 63:1 64:1 5:1 300:1 2:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &kDemo, F32, 0, 0, "0:1 17:1 1000:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &kNextTiny, F32, 0, 0, "0:1 17:1 1000:1 63:1 64:1 5:1 300:1 2:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &kD96, F32, 0, 0, "0:1 17:1 1000:1", kN, kDecodeTol, true, kAll},
+    {Op::DeltaNet, &kD256, F32, 0, 0, "0:1 17:1 1000:1", kN, kDecodeTol, true, kAll},
+    // Prefill: prompts at 0 and off it, around the 64 rows a chunked form would have used.
+    {Op::DeltaNet, &k9B, F32, 0, 0, "0:100", kN, kCarriedTol, true, kAll},
+    {Op::DeltaNet, &k9B, F32, 0, 0, "0:63 0:64 0:65 37:100 31:40 5:300", kN, kCarriedTol, true, kAll},
+    {Op::DeltaNet, &k27B, F32, 0, 0, "0:64 5:300", kN, kCarriedTol, true, kHw},
+    {Op::DeltaNet, &kTiny, F32, 0, 0, "0:2 0:7 0:63 0:64 0:65 37:100 31:40 5:300", kN, kCarriedTol, true, kAll},
+    {Op::DeltaNet, &kDemo, F32, 0, 0, "0:65 37:100", kN, kCarriedTol, true, kAll},
+    {Op::DeltaNet, &kNextTiny, F32, 0, 0, "0:64 37:100 5:300", kN, kCarriedTol, true, kAll},
+    {Op::DeltaNet, &kD96, F32, 0, 0, "0:7 31:40", kN, kCarriedTol, true, kAll},
+    {Op::DeltaNet, &kD256, F32, 0, 0, "0:7 31:40", kN, kCarriedTol, true, kAll},
+    // State carried across steps: three prompts prefilled together, decode steps, a mixed step.
+    {Op::DeltaNet, &k9B, F32, 0, 0, "0:12 0:5 0:30; 1 1 1; 1 1 1; 1 1 1; 1 1 1; 1 1 1; 1 1 1; 3 1 2", kN, kCarriedTol,
+     true, kAll},
+    {Op::DeltaNet, &kNext, F32, 0, 0, "0:12 0:5 0:30; 1 1 1; 1 1 1; 3 1 2", kN, kCarriedTol, true, kHw},
+    {Op::DeltaNet, &kTiny, F32, 0, 0, "0:12 0:5 0:30; 1 1 1; 1 1 1; 1 1 1; 1 1 1; 1 1 1; 1 1 1; 3 1 2", kN,
+     kCarriedTol, true, kAll},
+
+    // ---- mixture of experts (router, top-k, grouped expert matmuls, shared expert, combine) ----
+    {Op::Moe, &k35B, Q4_0, 0, 0, "1 13", kN, kMoeQuant, false, kHw},
+    {Op::Moe, &k35B, Q4_K, 0, 0, "13", kN, kMoeQuant, false, kHw},
+    {Op::Moe, &kNext, Q6_K, 0, 0, "7", kN, kMoeQuant, false, kHw},
+    {Op::Moe, &kMoeSmall, Q4_0, 0, 0, "13", kN, kMoeQuant, false, kAll},
+    {Op::Moe, &kMoeNoShared, Q6_K, 0, 0, "13", kN, kMoeQuant, false, kAll},
+    {Op::Moe, &kMoeNoShared, Q8_0, 0, 0, "13", kN, kMoeQuant, false, kHw},
+    {Op::Moe, &kMoeSmall, Q4_K, 0, 0, "13", kN, kMoeQuant, false, kHw},
+    {Op::Moe, &kMoeSmall, F32, 0, 0, "13", kN, kMoeFloat, false, kAll},
+
+    // ---- argmax and sampling (the token ids, bit for bit) ----
+    // n_out: vocabulary; rows: batch sizes. Rows carry ties, -inf and NaN.
+    {Op::Argmax, &k9B, F32, 0, 248320, "1 64", kN, 0, false, kHw},
+    {Op::Argmax, &kTiny, F32, 0, 4099, "1 7", kN, 0, false, kAll},
+    {Op::Sample, &k9B, F32, 0, 248320, "1 64", kN, 0, false, kHw},
+    {Op::Sample, &kTiny, F32, 0, 1024, "7", kN, 0, false, kAll},
+};
+#undef MATMUL_CASES
+
+// ---- inputs ----
+
+std::vector<int64_t> numbers(const char* s) {
+  std::vector<int64_t> v;
+  std::istringstream in(s);
+  for (int64_t x; in >> x;) v.push_back(x);
+  return v;
+}
+
+// "pos:rows pos:rows; rows rows; ...": each sequence's start position and its rows per step.
+struct Steps {
+  std::vector<int32_t> start;
+  std::vector<std::vector<int32_t>> rows;  // [step][sequence]
+};
+Steps parse_steps(const char* spec) {
+  Steps s;
+  std::istringstream steps(spec);
+  for (std::string step; std::getline(steps, step, ';');) {
+    std::istringstream items(step);
+    s.rows.emplace_back();
+    for (std::string item; items >> item;) {
+      const size_t colon = item.find(':');
+      if (s.rows.size() == 1) {
+        MEMRA_ASSERT(colon != std::string::npos, "first step items are pos:rows ({})", spec);
+        s.start.push_back(std::stoi(item.substr(0, colon)));
+        s.rows.back().push_back(std::stoi(item.substr(colon + 1)));
+      } else {
+        s.rows.back().push_back(std::stoi(item));
+      }
+    }
+    MEMRA_ASSERT(s.rows.back().size() == s.start.size(), "step {} of {}: one count per sequence", s.rows.size(), spec);
+  }
+  return s;
+}
+
+std::vector<float> activations(int64_t rows, int64_t n, Range range, uint64_t seed) {
+  auto x = test::normal_floats(static_cast<size_t>(rows * n), 1.0f, seed);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k) {
+      float& v = x[r * n + k];
+      if (range == Range::RowScales) v *= std::ldexp(1.0f, static_cast<int>(r % 9) * 9 - 40);
+      if (range == Range::Outliers && k % 509 == 3) v *= 200.0f;
+      if (range == Range::Outliers && r == 1) v *= std::ldexp(1.0f, -30);
+    }
+  return x;
+}
+
+using test::HostWeight;
+using test::make_weight;
+using test::upload;
+
+// sum_k |w_jk x_rk| for every (r, j): the scale of the matmul bound.
+std::vector<double> abs_products(const HostWeight& w, const std::vector<float>& x, int64_t rows) {
+  const int64_t n_in = w.ref.n_in, n_out = w.ref.n_out;
+  std::vector<double> s(static_cast<size_t>(rows * n_out));
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < n_out; ++j) {
+    std::vector<float> wr(static_cast<size_t>(n_in));
+    quant::dequantize_row(w.ref.type, w.bytes.data() + j * w.ref.row_bytes, wr.data(), n_in);
+    for (int64_t r = 0; r < rows; ++r) {
+      double a = 0;
+      for (int64_t k = 0; k < n_in; ++k) a += std::fabs(static_cast<double>(wr[k]) * x[r * n_in + k]);
+      s[r * n_out + j] = a;
+    }
+  }
+  return s;
+}
+
+// ---- outputs and how they compare ----
+
+enum class Metric {
+  Bound,     // every element: |gpu - cpu| <= tol * scale[i] (the CPU side supplies scale)
+  SliceL2,   // every slice of `slice` elements: relative L2 <= tol (or scale[slice] when given)
+  TensorL2,  // relative L2 <= tol, worst element <= kElemFactor * tol * rms; skip[row] rows left out
+  Bits,      // identical bits
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<float> v;
+  Metric metric = Metric::Bits;
+  double tol = 0;
+  std::vector<double> scale;
+  int64_t slice = 0;          // SliceL2: slice width; TensorL2: row width for skip
+  std::vector<uint8_t> skip;  // TensorL2: rows not compared
+};
+
+struct Verdict {
+  double err = 0, bound = 0;
+  bool ok = true;
+  std::string where;
+};
+
+Verdict compare(const Tensor& got, const Tensor& want) {
+  Verdict v;
+  if (got.v.size() != want.v.size()) return {INFINITY, 0, false, "sizes differ"};
+  const size_t n = want.v.size();
+  // Keeps the element (or slice) nearest its bound: the largest err / bound.
+  double worst = -1;
+  auto worse = [&](double err, double bound, size_t at) {
+    const bool ok = err <= bound;  // NaN fails
+    const double ratio = !ok ? INFINITY : bound > 0 ? err / bound : 0;
+    if (!ok && v.ok) v.where = "at " + std::to_string(at);
+    if (ratio > worst && (v.ok || !ok)) worst = ratio, v.err = err, v.bound = bound;
+    v.ok = v.ok && ok;
+  };
+  switch (want.metric) {
+    case Metric::Bits: {
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < n; ++i)
+        if (std::memcmp(&got.v[i], &want.v[i], sizeof(float)) != 0 && bad++ == 0) first = i;
+      v.err = static_cast<double>(bad);
+      v.ok = bad == 0;
+      if (bad) v.where = std::to_string(bad) + " of " + std::to_string(n) + " differ, first at " + std::to_string(first);
+      return v;
+    }
+    case Metric::Bound:
+      for (size_t i = 0; i < n; ++i) {
+        const double bound = want.tol * want.scale[i] + (want.tol > 0 ? 1e-30 : 0.0);
+        worse(std::fabs(static_cast<double>(got.v[i]) - want.v[i]), bound, i);
+      }
+      return v;
+    case Metric::SliceL2:
+      for (size_t s = 0; s * want.slice < n; ++s) {
+        double num = 0, den = 0;
+        for (size_t i = s * want.slice; i < (s + 1) * want.slice; ++i) {
+          const double d = static_cast<double>(got.v[i]) - want.v[i];
+          num += d * d;
+          den += static_cast<double>(want.v[i]) * want.v[i];
+        }
+        worse(den == 0 ? std::sqrt(num) : std::sqrt(num / den), want.scale.empty() ? want.tol : want.scale[s],
+              s * want.slice);
+      }
+      return v;
+    case Metric::TensorL2: {
+      std::vector<float> g, w;
+      size_t skipped = 0;
+      for (size_t r = 0; r * want.slice < n; ++r) {
+        if (!want.skip.empty() && want.skip[r]) {
+          ++skipped;
+          continue;
+        }
+        g.insert(g.end(), got.v.begin() + r * want.slice, got.v.begin() + (r + 1) * want.slice);
+        w.insert(w.end(), want.v.begin() + r * want.slice, want.v.begin() + (r + 1) * want.slice);
+      }
+      const size_t rows = n / want.slice;  // at least half of them compared (one of one)
+      if (skipped >= std::max<size_t>(rows / 2, 1)) return {INFINITY, 0, false, "too few clear routes to compare"};
+      worse(test::rel_err(g, w), want.tol, 0);
+      double ss = 0;
+      for (float x : w) ss += static_cast<double>(x) * x;
+      const double rms = std::sqrt(ss / std::max<size_t>(w.size(), 1));
+      for (size_t i = 0; i < w.size(); ++i)
+        if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= kElemFactor * want.tol * rms)) {
+          v.ok = false;
+          v.where = "element " + std::to_string(i) + " off by more than " + std::to_string(kElemFactor) + " x tol x rms";
+          break;
+        }
+      return v;
+    }
+  }
+  return v;
+}
+
+Tensor tensor(std::string name, Metric metric, double tol, int64_t slice = 0, std::vector<float> v = {}) {
+  Tensor t;
+  t.name = std::move(name);
+  t.v = std::move(v);
+  t.metric = metric;
+  t.tol = tol;
+  t.slice = slice;
+  return t;
+}
+Tensor bits(std::string name, std::vector<float> v) { return tensor(std::move(name), Metric::Bits, 0, 0, std::move(v)); }
+Tensor bounded(std::string name, std::vector<float> v, double tol, std::vector<double> scale) {
+  Tensor t = tensor(std::move(name), Metric::Bound, tol, 0, std::move(v));
+  t.scale = std::move(scale);
+  return t;
+}
+std::vector<double> magnitudes(const std::vector<float>& v) {
+  std::vector<double> s(v.size());
+  for (size_t i = 0; i < v.size(); ++i) s[i] = std::fabs(v[i]);
+  return s;
+}
+
+using Outputs = std::vector<Tensor>;
+
+// ---- the ops, run on one backend from the case alone (same inputs on both sides) ----
+
+ModelConfig attention_config(const ModelShape& m) {
+  ModelConfig cfg;
+  cfg.n_layer = 2;
+  cfg.n_embd = m.n_head * m.head_dim;
+  cfg.n_vocab = 16;
+  cfg.rms_eps = 1e-6f;
+  cfg.n_head = m.n_head;
+  cfg.n_head_kv = m.n_head_kv;
+  cfg.head_dim = m.head_dim;
+  cfg.n_rot = m.n_rot;
+  cfg.rope_theta = m.theta;
+  cfg.attn_gated = m.gated;
+  cfg.layer_mixer.assign(2, MixerKind::FullAttention);
+  return cfg;
+}
+
+AttnShape attn_shape(const ModelShape& m) {
+  return AttnShape{m.n_head, m.n_head_kv, m.head_dim, m.n_rot, m.theta, m.gated ? 2 * m.head_dim : m.head_dim};
+}
+
+Outputs run_rowwise(Backend& be, const Case& c) {
+  Outputs outs;
+  for (int64_t rows : numbers(c.rows)) {
+    const std::string at = " r" + std::to_string(rows);
+    be.reset_scratch();
+    switch (c.op) {
+      case Op::RmsNorm: {
+        const auto x = activations(rows, c.n_in, c.range, 52 + rows);
+        DevFloats dx(be, x), dw(be, test::random_floats(c.n_in, 0.5f, 1.5f, 53)), out(be, x.size());
+        be.rms_norm(dx.get(), dw.vec(), out.get(), rows, c.n_in, 1e-6f);
+        const auto y = out.download();
+        outs.push_back(bounded("y" + at, y, c.tol, magnitudes(y)));
+        break;
+      }
+      case Op::SiluMul: {
+        const int64_t n = rows * c.n_in;
+        auto g = test::normal_floats(n, 3.0f, 60 + rows);
+        const auto u = activations(rows, c.n_in, c.range, 61 + rows);
+        DevFloats dg(be, g), du(be, u), out(be, n);
+        be.silu_mul(dg.get(), du.get(), out.get(), n);
+        const auto y = out.download();
+        outs.push_back(bounded("y" + at, y, c.tol, magnitudes(y)));
+        break;
+      }
+      case Op::SigmoidGate: {
+        // The model's layout: gated q rows interleave [q_h | gate_h]; ungated ones keep the gate
+        // in rows of their own (stride n_head * head_dim).
+        const int nh = c.m->n_head, hd = c.m->head_dim;
+        const int64_t gate_row = c.m->gated ? 2 * nh * hd : nh * hd, gate_head = c.m->gated ? 2 * hd : hd;
+        const auto o = activations(rows, nh * hd, c.range, 70 + rows);
+        DevFloats dout(be, o), dgate(be, test::normal_floats(rows * gate_row, 3.0f, 71 + rows));
+        be.sigmoid_gate_mul(dout.get(), dgate.get() + (c.m->gated ? hd : 0), rows, nh, hd, gate_row,
+                            static_cast<int>(gate_head));
+        const auto y = dout.download();
+        outs.push_back(bounded("y" + at, y, c.tol, magnitudes(y)));
+        break;
+      }
+      case Op::GatherRows: {
+        const auto x = activations(rows + 5, c.n_in, c.range, 80 + rows);
+        std::vector<int32_t> src;
+        for (int64_t i = 0; i < rows; ++i) src.push_back(static_cast<int32_t>((i * 3 + 4) % (rows + 5)));
+        DevFloats dx(be, x), out(be, rows * c.n_in);
+        be.gather_rows(dx.get(), src.data(), rows, c.n_in, out.get());
+        outs.push_back(bits("rows" + at, out.download()));
+        break;
+      }
+      case Op::Embed: {
+        static HostWeight table;  // one table per case, not per row count
+        if (table.ref.type != c.type || table.ref.n_in != c.n_in || table.ref.n_out != c.n_out)
+          table = make_weight(c.type, c.n_in, c.n_out, 1, 0.05f, 90);
+        const WeightRef w = upload(be, table);
+        SequenceCache cache(be, attention_config(*c.m).cache_shape(be.kv_type()), 16);  // the plan names one
+        std::vector<int32_t> tokens = {0, static_cast<int32_t>(c.n_out - 1)};
+        for (int64_t i = 2; i < rows; ++i) tokens.push_back(static_cast<int32_t>((i * 2654435761u) % c.n_out));
+        tokens.resize(static_cast<size_t>(rows));
+        StepPlan plan;
+        plan.add(&cache, tokens.data(), static_cast<int32_t>(rows), 0);
+        be.set_step(plan);
+        DevFloats out(be, rows * c.n_in);
+        be.embed(w, out.get());
+        const auto y = out.download();
+        std::vector<double> block_max(y.size());  // the F32 bound's scale: the block's largest value
+        for (size_t b = 0; b < y.size(); b += 32) {
+          double m = 0;
+          for (size_t i = b; i < std::min(y.size(), b + 32); ++i) m = std::max(m, std::fabs(static_cast<double>(y[i])));
+          for (size_t i = b; i < std::min(y.size(), b + 32); ++i) block_max[i] = m;
+        }
+        outs.push_back(bounded("rows" + at, y, c.tol, block_max));
+        break;
+      }
+      default:
+        ADD_FAILURE() << "not a row-wise op";
+    }
+  }
+  return outs;
+}
+
+Outputs run_matmul(Backend& be, const Case& c) {
+  Outputs outs;
+  static const Case* made = nullptr;  // one host copy per case (an output head takes seconds)
+  static HostWeight w, up;
+  if (made != &c) {
+    w = make_weight(c.type, c.n_in, c.n_out, 1, 0.05f, 11);
+    up = c.op == Op::Swiglu ? make_weight(c.type, c.n_in, c.n_out, 1, 0.05f, 12) : HostWeight{};
+    made = &c;
+  }
+  const WeightRef dw = upload(be, w);
+  const WeightRef du = c.op == Op::Swiglu ? upload(be, up) : WeightRef{};
+  for (int64_t rows : numbers(c.rows)) {
+    const std::string at = " r" + std::to_string(rows);
+    auto x = activations(rows, c.n_in, c.range, 100 + rows);
+    DevFloats dx(be, x), out(be, std::vector<float>(static_cast<size_t>(rows * c.n_out), NAN));
+    be.reset_scratch();
+    if (c.op == Op::Matmul) {
+      be.matmul(dw, dx.get(), out.get(), rows, 0, false);
+    } else if (c.op == Op::NormMatmul) {
+      DevFloats nw(be, test::random_floats(c.n_in, 0.5f, 1.5f, 44)), xn(be, x.size());
+      const uint64_t token = be.rms_norm(dx.get(), nw.vec(), xn.get(), rows, c.n_in, 1e-6f);
+      be.matmul(dw, MatmulInput(xn.get(), token), out.get(), rows, 0, false);
+      x = xn.download();  // the bound's activations: the normed rows
+    } else {
+      be.swiglu(dw, du, dx.get(), out.get(), rows);
+    }
+    const auto y = out.download();
+    std::vector<double> scale;
+    if (be.is_cpu() && c.op != Op::Swiglu) scale = abs_products(w, x, rows);
+    if (be.is_cpu() && c.op == Op::Swiglu) {
+      // act = silu(g) * u from g and u each within the matmul bound E = tol * sum|w x|:
+      // |d act| <= max|silu'| E_g |u| + |silu(g)| E_u + E_g E_u (max|silu'| < 1.1), plus the
+      // product's rounding (kElemTol |act| <= tol * tol * |act|). In units of tol:
+      const auto sg = abs_products(w, x, rows), su = abs_products(up, x, rows);
+      std::vector<float> g(y.size()), u(y.size());
+      DevFloats dg(be, y.size()), dup(be, y.size());
+      be.matmul(dw, dx.get(), dg.get(), rows, 0, false);
+      be.matmul(du, dx.get(), dup.get(), rows, 0, false);
+      g = dg.download();
+      u = dup.download();
+      scale.resize(y.size());
+      for (size_t i = 0; i < y.size(); ++i)
+        scale[i] = 1.1 * sg[i] * std::fabs(u[i]) + std::fabs(g[i] / (1.0 + std::exp(-static_cast<double>(g[i])))) * su[i] +
+                   c.tol * sg[i] * su[i] + c.tol * std::fabs(y[i]);
+    }
+    outs.push_back(bounded("out" + at, y, c.tol, scale));
+  }
+  return outs;
+}
+
+constexpr int kLayer = 1;  // not layer 0, so a wrong layer index into the cache tables shows
+
+Outputs run_qk_norm_rope(Backend& be, const Case& c) {
+  const ModelConfig cfg = attention_config(*c.m);
+  const AttnShape s = attn_shape(*c.m);
+  const Steps st = parse_steps(c.rows);
+  std::vector<std::unique_ptr<SequenceCache>> caches;
+  StepPlan plan;
+  for (size_t i = 0; i < st.start.size(); ++i) {
+    // qk_norm_rope reads positions only: the caches need no room.
+    caches.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type()), 1 << 15));
+    const std::vector<int32_t> toks(static_cast<size_t>(st.rows[0][i]), 0);
+    plan.add(caches.back().get(), toks.data(), st.rows[0][i], st.start[i]);
+  }
+  const int64_t rows = plan.n_rows(), q_row = int64_t{s.n_head} * s.q_head_stride, k_row = int64_t{s.n_head_kv} * s.head_dim;
+  DevFloats dq(be, test::normal_floats(rows * q_row, 1.0f, 31)), dk(be, test::normal_floats(rows * k_row, 1.0f, 32));
+  DevFloats qw(be, test::random_floats(s.head_dim, 0.5f, 1.5f, 33)), kw(be, test::random_floats(s.head_dim, 0.5f, 1.5f, 34));
+  be.reset_scratch();
+  be.set_step(plan);
+  be.qk_norm_rope(dq.get(), dk.get(), qw.vec(), kw.vec(), s, 1e-6f);
+  const auto q = dq.download(), k = dk.download();
+  Tensor heads = tensor("q,k heads", Metric::SliceL2, c.tol, s.head_dim), gates = bits("gate halves", {});
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int h = 0; h < s.n_head + s.n_head_kv; ++h) {
+      const float* p = h < s.n_head ? &q[r * q_row + h * s.q_head_stride] : &k[r * k_row + (h - s.n_head) * s.head_dim];
+      heads.v.insert(heads.v.end(), p, p + s.head_dim);
+      heads.scale.push_back(c.tol + kRopeTolPerPos * plan.positions[r]);
+      if (h < s.n_head && c.m->gated) gates.v.insert(gates.v.end(), p + s.head_dim, p + 2 * s.head_dim);
+    }
+  }
+  return {heads, gates};
+}
+
+// The 8-bit cache form of f32 rows (kv_cache_q8.h): per row the codes round(x * 127 / max|x|) of
+// each 32-block, then the blocks' f16 scales max|x| / 127.
+std::vector<uint8_t> q8_rows(const float* x, int64_t rows, int64_t kv) {
+  std::vector<uint8_t> out;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * kv;
+    std::vector<uint8_t> codes(static_cast<size_t>(kv)), scales(static_cast<size_t>(kv / 16));
+    for (int64_t b = 0; b < kv / 32; ++b) {
+      float amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(row[b * 32 + i]));
+      const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+      for (int i = 0; i < 32; ++i) {
+        const float q = std::nearbyint(row[b * 32 + i] * inv);  // ties to even, like __float2int_rn
+        codes[b * 32 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+      }
+      const uint16_t d = quant::f32_to_f16(amax / 127.0f);
+      std::memcpy(&scales[2 * b], &d, 2);
+    }
+    out.insert(out.end(), codes.begin(), codes.end());
+    out.insert(out.end(), scales.begin(), scales.end());
+  }
+  return out;
+}
+
+// History: `start` positions of N(0,1) K/V rows per sequence. The GPU appends them through
+// attention() in prefill chunks of 512; the CPU gets the same f32 rows copied into its cache
+// (CPU prefill attention over thousands of keys at 9B sizes takes minutes, and its outputs are
+// not compared). The steps under test go through attention() on both; then every sequence's
+// cache (both layers, every position) is compared in the device's form: the CPU's f32 rows
+// rounded to f16, or block-quantized, must be the GPU's bytes.
+Outputs run_attention(Backend& be, const Case& c) {
+  const ModelConfig cfg = attention_config(*c.m);
+  const AttnShape s = attn_shape(*c.m);
+  const Steps st = parse_steps(c.rows);
+  const int64_t q_row = int64_t{s.n_head} * s.q_head_stride, kv = int64_t{s.n_head_kv} * s.head_dim,
+                o_row = int64_t{s.n_head} * s.head_dim;
+  std::vector<std::unique_ptr<SequenceCache>> seqs;
+  auto step = [&](const std::vector<int32_t>& rows, uint64_t seed, std::vector<float>* out_all) {
+    StepPlan plan;
+    std::vector<float> q, k, v;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] == 0) continue;
+      SequenceCache& sc = *seqs[i];
+      sc.reserve(sc.pos() + rows[i]);
+      const std::vector<int32_t> toks(static_cast<size_t>(rows[i]), 0);
+      plan.add(&sc, toks.data(), rows[i], sc.pos());
+      const uint64_t ps = (seed * 1000003 + i) * 65537 + sc.pos();
+      for (auto [vec, width, salt] : {std::tuple{&q, q_row, 0}, {&k, kv, 1}, {&v, kv, 2}}) {
+        const auto part = test::normal_floats(static_cast<size_t>(rows[i] * width), 1.0f, 3 * ps + salt);
+        vec->insert(vec->end(), part.begin(), part.end());
+      }
+    }
+    if (plan.n_rows() == 0) return;
+    be.reset_scratch();
+    be.set_step(plan);
+    DevFloats dq(be, q), dk(be, k), dv(be, v), dout(be, std::vector<float>(plan.n_rows() * o_row, NAN));
+    if (!out_all && be.is_cpu()) {  // history on the CPU: copied, not computed
+      for (const StepSeq& sq : plan.seqs) {
+        be.to_device(static_cast<float*>(sq.cache->layers[kLayer].k) + sq.pos0 * kv, k.data() + sq.row0 * kv,
+                     sq.n_rows * kv * sizeof(float));
+        be.to_device(static_cast<float*>(sq.cache->layers[kLayer].v) + sq.pos0 * kv, v.data() + sq.row0 * kv,
+                     sq.n_rows * kv * sizeof(float));
+      }
+    } else {
+      be.attention(kLayer, dq.get(), dk.get(), dv.get(), dout.get(), s);
+    }
+    if (out_all) {
+      const auto o = dout.download();
+      out_all->insert(out_all->end(), o.begin(), o.end());
+    }
+    be.synchronize();
+    for (const StepSeq& sq : plan.seqs) sq.cache->advance(sq.n_rows);
+  };
+  for (size_t i = 0; i < st.start.size(); ++i) {
+    seqs.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.is_cpu() ? be.kv_type() : c.type), 1 << 15));
+    for (int32_t p0 = 0; p0 < st.start[i]; p0 += 512) {
+      std::vector<int32_t> rows(seqs.size(), 0);
+      rows[i] = std::min(512, st.start[i] - p0);
+      step(rows, 7919 + i, nullptr);
+    }
+  }
+  Tensor out = tensor("out", Metric::SliceL2, c.tol, s.head_dim);
+  for (size_t k = 0; k < st.rows.size(); ++k) step(st.rows[k], 20 + k, &out.v);
+  Outputs outs = {out};
+  if (!c.state) return outs;
+  Tensor cache = bits("kv cache", {});
+  for (const auto& sq : seqs) {
+    for (int layer = 0; layer < 2; ++layer) {
+      for (const void* p : {sq->layers[layer].k, sq->layers[layer].v}) {
+        const size_t bytes = sq->kv_row_bytes * sq->pos();
+        std::vector<uint8_t> dev(bytes);
+        if (be.is_cpu()) {  // the CPU's f32 rows in the device's form
+          std::vector<float> f(static_cast<size_t>(sq->pos() * kv));
+          be.to_host(f.data(), p, f.size() * sizeof(float));
+          dev.clear();
+          if (c.type == GgmlType::Q8_0) {
+            dev = q8_rows(f.data(), sq->pos(), kv);
+          } else {
+            for (float x : f) {
+              const uint16_t h = quant::f32_to_f16(x);
+              dev.insert(dev.end(), reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h) + 2);
+            }
+          }
+        } else {
+          be.to_host(dev.data(), p, bytes);
+        }
+        for (uint8_t b : dev) cache.v.push_back(b);
+      }
+    }
+  }
+  outs.push_back(cache);
+  return outs;
+}
+
+// Gated DeltaNet: two layers of caches per sequence (the ops run on layer 1; layer 0 must stay as
+// it was), random initial conv windows and recurrent states, each sequence advanced to its start.
+Outputs run_deltanet(Backend& be, const Case& c) {
+  const ModelShape& m = *c.m;
+  GdnShape s;
+  s.n_k = m.n_k, s.n_v = m.n_v, s.d = m.d, s.conv_kernel = 4, s.head_map = m.map, s.gate_layout = m.gates;
+  ModelConfig cfg;
+  cfg.n_layer = 2;
+  cfg.ssm_n_k = s.n_k, cfg.ssm_n_v = s.n_v, cfg.ssm_d = s.d, cfg.ssm_conv_kernel = s.conv_kernel;
+  cfg.full_attention_interval = 3;
+  cfg.layer_mixer.assign(2, MixerKind::GatedDeltaNet);
+  const int channels = s.conv_channels();
+  const size_t conv_n = static_cast<size_t>(s.conv_kernel - 1) * channels, ssm_n = static_cast<size_t>(s.n_v) * s.d * s.d;
+  const int64_t beta_w = s.gate_layout == GdnGateLayout::GroupedBA ? 2 * s.n_v : s.n_v, y_w = int64_t{s.n_v} * s.d;
+  DevFloats conv_w(be, test::normal_floats(static_cast<size_t>(channels) * s.conv_kernel, 0.3f, 7));
+  DevFloats ssm_a(be, test::random_floats(s.n_v, -16.0f, -1.0f, 8));  // -exp(A_log): g <= 0
+  DevFloats dt_bias(be, test::random_floats(s.n_v, -1.0f, 1.0f, 9));
+  DevFloats norm_w(be, test::random_floats(s.d, 0.5f, 1.5f, 10));
+  const Steps st = parse_steps(c.rows);
+  std::vector<std::unique_ptr<SequenceCache>> seqs;
+  for (size_t i = 0; i < st.start.size(); ++i) {
+    seqs.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type()), 4096));
+    for (int l = 0; l < 2; ++l) {
+      be.to_device(seqs[i]->layers[l].conv, test::normal_floats(conv_n, 1.0f, 100 * i + 10 * l).data(), conv_n * 4);
+      be.to_device(seqs[i]->layers[l].ssm, test::normal_floats(ssm_n, 0.5f, 100 * i + 10 * l + 1).data(), ssm_n * 4);
+    }
+    seqs[i]->advance(st.start[i]);
+  }
+  Tensor y = c.op == Op::Conv ? tensor("out", Metric::TensorL2, c.tol, channels) : tensor("y", Metric::TensorL2, c.tol, y_w);
+  for (size_t k = 0; k < st.rows.size(); ++k) {
+    StepPlan plan;
+    std::vector<float> mixed, z, beta, alpha;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const int32_t n = st.rows[k][i];
+      if (n == 0) continue;
+      const std::vector<int32_t> toks(static_cast<size_t>(n), 0);
+      plan.add(seqs[i].get(), toks.data(), n, seqs[i]->pos());
+      const uint64_t seed = 500 + 31 * k + 17 * i;
+      auto add = [](std::vector<float>& dst, const std::vector<float>& src) { dst.insert(dst.end(), src.begin(), src.end()); };
+      add(mixed, test::normal_floats(static_cast<size_t>(n) * channels, 1.0f, seed));
+      add(z, test::normal_floats(static_cast<size_t>(n * y_w), 1.0f, seed + 1));
+      add(beta, test::normal_floats(static_cast<size_t>(n * beta_w), 1.0f, seed + 2));  // beta in (0, 1), a around 0
+      // GroupedBA reads b and a from `beta`: alpha is poison, so reading it would show as NaN.
+      add(alpha, s.gate_layout == GdnGateLayout::Separate ? test::normal_floats(static_cast<size_t>(n) * s.n_v, 1.0f, seed + 3)
+                                                          : std::vector<float>(static_cast<size_t>(n) * s.n_v, NAN));
+    }
+    const int64_t rows = plan.n_rows();
+    DevFloats dm(be, mixed), dz(be, z), db(be, beta), da(be, alpha);
+    DevFloats out(be, std::vector<float>(static_cast<size_t>(rows * (c.op == Op::Conv ? channels : y_w)), NAN));
+    be.reset_scratch();
+    be.set_step(plan);
+    if (c.op == Op::Conv)
+      be.conv1d_silu(kLayer, dm.get(), conv_w.vec(), out.get(), channels, s.conv_kernel);
+    else
+      be.deltanet(kLayer, dm.get(), dz.get(), db.get(), da.get(), conv_w.vec(), ssm_a.vec(), dt_bias.vec(), norm_w.vec(),
+                  out.get(), s, 1e-6f);
+    const auto o = out.download();
+    y.v.insert(y.v.end(), o.begin(), o.end());
+    for (const StepSeq& sq : plan.seqs) sq.cache->advance(sq.n_rows);
+  }
+  Outputs outs = {y};
+  if (!c.state) return outs;
+  // The recurrent state of the layer run (conv: untouched, so bits), the conv windows (copied
+  // inputs: bits), layer 0 as it was.
+  Tensor ssm = tensor("ssm state", c.op == Op::Conv ? Metric::Bits : Metric::TensorL2, c.tol, static_cast<int64_t>(ssm_n));
+  Tensor other = bits("conv windows + layer 0", {});
+  be.synchronize();
+  for (const auto& sq : seqs) {
+    for (int l = 0; l < 2; ++l) {
+      std::vector<float> conv(conv_n), ssm_l(ssm_n);
+      be.to_host(conv.data(), sq->layers[l].conv, conv_n * 4);
+      be.to_host(ssm_l.data(), sq->layers[l].ssm, ssm_n * 4);
+      other.v.insert(other.v.end(), conv.begin(), conv.end());
+      (l == kLayer ? ssm.v : other.v).insert((l == kLayer ? ssm.v : other.v).end(), ssm_l.begin(), ssm_l.end());
+    }
+  }
+  outs.push_back(ssm);
+  outs.push_back(other);
+  return outs;
+}
+
+// The CPU's top-k margin of a row: (p_k - p_k+1) / p_k from the float64 softmax of its logits.
+double topk_margin(const HostWeight& router, int n_used, const float* x) {
+  const int64_t hidden = router.ref.n_in, n = router.ref.n_out;
+  std::vector<double> l(static_cast<size_t>(n));
+  for (int64_t e = 0; e < n; ++e) l[e] = quant::dot_row(GgmlType::F32, router.bytes.data() + e * router.ref.row_bytes, x, hidden);
+  std::sort(l.begin(), l.end(), std::greater<>());
+  const double pk = std::exp(l[n_used - 1] - l[0]), pk1 = std::exp(l[n_used] - l[0]);
+  return (pk - pk1) / pk;
+}
+
+Outputs run_moe(Backend& be, const Case& c) {
+  const ModelShape& m = *c.m;
+  const int64_t hidden = m.hidden, n_exp = m.n_expert;
+  // One host copy per case (the 35B expert stacks take a few seconds to make).
+  static const Case* made = nullptr;
+  static std::vector<HostWeight> hw;
+  if (made != &c) {
+    hw.clear();
+    hw.push_back(make_weight(F32, hidden, n_exp, 1, 0.2f, 1));
+    hw.push_back(make_weight(c.type, hidden, m.expert_ff, n_exp, 0.05f, 2));
+    hw.push_back(make_weight(c.type, hidden, m.expert_ff, n_exp, 0.05f, 3));
+    hw.push_back(make_weight(c.type, m.expert_ff, hidden, n_exp, 0.05f, 4));
+    if (m.shared_ff) {
+      hw.push_back(make_weight(c.type, hidden, m.shared_ff, 1, 0.05f, 5));
+      hw.push_back(make_weight(c.type, hidden, m.shared_ff, 1, 0.05f, 6));
+      hw.push_back(make_weight(c.type, m.shared_ff, hidden, 1, 0.05f, 7));
+      hw.push_back(make_weight(F32, hidden, 1, 1, 0.1f, 8));
+    }
+    made = &c;
+  }
+  MoeWeights w;
+  w.n_expert = m.n_expert;
+  w.n_used = m.n_used;
+  w.norm_topk = true;
+  WeightRef* refs[] = {&w.router, &w.gate_exps, &w.up_exps, &w.down_exps, &w.gate_shexp, &w.up_shexp, &w.down_shexp, &w.shexp_gate};
+  for (size_t i = 0; i < hw.size(); ++i) *refs[i] = upload(be, hw[i]);
+  Outputs outs;
+  for (int64_t rows : numbers(c.rows)) {
+    const auto x = activations(rows, hidden, c.range, 40 + rows);
+    const auto base = test::normal_floats(static_cast<size_t>(rows * hidden), 1.0f, 41 + rows);
+    DevFloats dx(be, x), out(be, base);
+    be.reset_scratch();
+    be.moe_ffn(w, dx.get(), out.get(), rows, hidden);
+    auto y = out.download();
+    for (size_t i = 0; i < y.size(); ++i) y[i] -= base[i];  // the FFN's contribution
+    Tensor t = tensor("ffn r" + std::to_string(rows), Metric::TensorL2, c.tol, hidden, y);
+    if (be.is_cpu())
+      for (int64_t r = 0; r < rows; ++r) t.skip.push_back(topk_margin(hw[0], m.n_used, &x[r * hidden]) < kMoeMargin);
+    outs.push_back(t);
+  }
+  return outs;
+}
+
+// Logit rows with peaks, ties at the top, -inf and NaN (a row id's kind: r % 4).
+std::vector<float> logit_rows(int64_t rows, int64_t n) {
+  std::mt19937_64 rng(17 + rows);
+  auto l = test::normal_floats(static_cast<size_t>(rows * n), 2.5f, 18 + rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = &l[r * n];
+    for (int s = 0; s < 3; ++s) row[rng() % n] = 12.0f + s;
+    if (r % 4 == 1) row[rng() % n] = row[rng() % n] = 20.0f;  // a tie at the top
+    if (r % 4 == 2)
+      for (int64_t i = 0; i < n; ++i) row[i] = rng() % 3 == 0 ? -INFINITY : rng() % 17 == 0 ? NAN : row[i];
+    if (r % 4 == 3) std::fill(row, row + n, 0.25f);  // flat: the lowest id
+  }
+  return l;
+}
+
+Outputs run_sampling(Backend& be, const Case& c) {
+  Outputs outs;
+  // A few whole parameter sets (the sampler's own tests walk the grids): temperatures, top-k,
+  // top-p, min-p, penalties, a bias and seeds.
+  std::vector<SamplingParams> params(4);
+  params[1].temperature = 0.7f, params[1].top_k = 40, params[1].top_p = 0.9f, params[1].seed = 42;
+  params[2].temperature = 1.0f, params[2].min_p = 0.05f, params[2].repetition_penalty = 1.3f, params[2].seed = 7;
+  params[3].temperature = 1.5f, params[3].top_p = 0.5f, params[3].presence_penalty = 0.5f;
+  params[3].logit_bias = {{3, 2.5f}, {5, -INFINITY}};
+  const std::vector<int32_t> history = {3, 5, 5, 9, 100, 3};
+  for (int64_t rows : numbers(c.rows)) {
+    const auto l = logit_rows(rows, c.n_out);
+    DevFloats dl(be, l);
+    std::vector<int32_t> ids(static_cast<size_t>(rows), -7);
+    be.reset_scratch();
+    if (c.op == Op::Argmax) {
+      be.argmax(dl.get(), rows, c.n_out, ids.data());
+      outs.push_back(bits("ids r" + std::to_string(rows), std::vector<float>(ids.begin(), ids.end())));
+      continue;
+    }
+    std::vector<RowSampling> rs(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      rs[r].params = &params[r % params.size()];
+      rs[r].token_index = static_cast<uint64_t>(r * 37);
+      rs[r].history = history.data();
+      rs[r].history_len = static_cast<int64_t>(history.size());
+    }
+    be.sample(dl.get(), rows, c.n_out, rs.data(), ids.data());
+    outs.push_back(bits("ids r" + std::to_string(rows), std::vector<float>(ids.begin(), ids.end())));
+    outs.push_back(bits("logits after r" + std::to_string(rows), dl.download()));  // left unmodified
+  }
+  return outs;
+}
+
+Outputs run(Backend& be, const Case& c) {
+  switch (family(c.op)) {
+    case Family::RowWise: return run_rowwise(be, c);
+    case Family::Matmul: return run_matmul(be, c);
+    case Family::Attention: return c.op == Op::QkNormRope ? run_qk_norm_rope(be, c) : run_attention(be, c);
+    case Family::DeltaNet: return run_deltanet(be, c);
+    case Family::Moe: return run_moe(be, c);
+    case Family::Sampling: return run_sampling(be, c);
+  }
+  return {};
+}
+
+// ---- the driver ----
+
+void run_family(Family f) {
+  MEMRA_GPU_OR_SKIP(gpu_default);
+  auto cpu = make_cpu_backend();
+  std::unique_ptr<Backend> gpu_kv[2];  // attention: a backend per cache type (f16, 8-bit)
+  int ran = 0, skipped = 0;
+  for (const Case& c : kCases) {
+    if (family(c.op) != f) continue;
+    if (c.where == kHw && test::emulated()) {
+      ++skipped;
+      continue;
+    }
+    Backend* gpu = gpu_default.get();
+    if (c.op == Op::Attention) {
+      auto& be = gpu_kv[c.type == GgmlType::Q8_0];
+      CudaOptions o = test::gpu_options();
+      o.kv_type = c.type;
+      if (!be) be = test::make_gpu_backend(o);
+      gpu = be.get();
+      ASSERT_EQ(gpu->kv_type(), c.type);
+    }
+    const Outputs want = run(*cpu, c), got = run(*gpu, c);
+    ASSERT_EQ(want.size(), got.size());
+    std::string line, fail;
+    bool ok = true;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const Verdict v = compare(got[i], want[i]);
+      char buf[160];
+      if (want[i].metric == Metric::Bits)
+        std::snprintf(buf, sizeof buf, "%s%s %s", line.empty() ? "" : ", ", want[i].name.c_str(),
+                      v.ok ? "bits" : "DIFFER");
+      else
+        std::snprintf(buf, sizeof buf, "%s%s %.2e / %.2e", line.empty() ? "" : ", ", want[i].name.c_str(), v.err, v.bound);
+      line += buf;
+      if (!v.ok) fail += " [" + want[i].name + ": " + v.where + "]";
+      ok = ok && v.ok;
+    }
+    const char* type = quant::type_name(c.type);
+    std::string dims = c.n_in ? std::to_string(c.n_in) : "";
+    if (c.n_out) dims += (dims.empty() ? "n=" : "x") + std::to_string(c.n_out);
+    if (!dims.empty()) dims += " ";
+    std::printf("  %-12s %-10s %-5s %-10s %s%s: %s  %s\n", op_name(c.op), c.m->name, type, range_name(c.range),
+                dims.c_str(), c.rows, line.c_str(), ok ? "OK" : "FAIL");
+    std::fflush(stdout);
+    EXPECT_TRUE(ok) << op_name(c.op) << " " << c.m->name << " " << type << " " << c.rows << ":" << fail;
+    ++ran;
+  }
+  std::printf("  %d cases run, %d on a GPU only\n", ran, skipped);
+}
+
+TEST(GpuOps, RowWise) { run_family(Family::RowWise); }
+TEST(GpuOps, Matmul) { run_family(Family::Matmul); }
+TEST(GpuOps, Attention) { run_family(Family::Attention); }
+TEST(GpuOps, DeltaNet) { run_family(Family::DeltaNet); }
+TEST(GpuOps, Moe) { run_family(Family::Moe); }
+TEST(GpuOps, Sampling) { run_family(Family::Sampling); }
+
+// A family name the table does not use would leave its ops untested: every case belongs to one
+// of the TESTs above, and every op has a case the emulation runs (CI) and one at a real shape.
+TEST(GpuOpsTable, EveryOpHasCases) {
+  for (int op = 0; op <= static_cast<int>(Op::Sample); ++op) {
+    bool emulated = false, real = false;
+    for (const Case& c : kCases) {
+      if (static_cast<int>(c.op) != op) continue;
+      emulated = emulated || c.where == kAll;
+      real = real || c.m == &k2B || c.m == &k9B || c.m == &k27B || c.m == &k35B || c.m == &kNext;
+    }
+    EXPECT_TRUE(emulated) << op_name(static_cast<Op>(op)) << ": no case the emulation runs";
+    EXPECT_TRUE(real) << op_name(static_cast<Op>(op)) << ": no case at a real model's shape";
+  }
+}
+
+}  // namespace
+}  // namespace memra::gpu_ops_test
