@@ -162,9 +162,8 @@ class AttentionRig {
       if (k_hist) append(*k_hist, k);
       if (v_hist) append(*v_hist, v);
       c.reserve(p0 + n);
-      const size_t bytes = k.size() * sizeof(float);
-      cpu_->to_device(static_cast<float*>(c.layers[kLayer].k) + p0 * kv_dim(), k.data(), bytes);
-      cpu_->to_device(static_cast<float*>(c.layers[kLayer].v) + p0 * kv_dim(), v.data(), bytes);
+      test::write_kv_rows(*cpu_, c, kLayer, p0, n, false, k.data());
+      test::write_kv_rows(*cpu_, c, kLayer, p0, n, true, v.data());
       g.reserve(p0 + n);
       StepPlan plan;
       const std::vector<int32_t> toks(static_cast<size_t>(n), 0);

@@ -739,10 +739,8 @@ Outputs run_attention(Backend& be, const Case& c) {
     DevFloats dq(be, q), dk(be, k), dv(be, v), dout(be, std::vector<float>(plan.n_rows() * o_row, NAN));
     if (!out_all && be.is_cpu()) {  // history on the CPU: copied, not computed
       for (const StepSeq& sq : plan.seqs) {
-        be.to_device(static_cast<float*>(sq.cache->layers[kLayer].k) + sq.pos0 * kv, k.data() + sq.row0 * kv,
-                     sq.n_rows * kv * sizeof(float));
-        be.to_device(static_cast<float*>(sq.cache->layers[kLayer].v) + sq.pos0 * kv, v.data() + sq.row0 * kv,
-                     sq.n_rows * kv * sizeof(float));
+        test::write_kv_rows(be, *sq.cache, kLayer, sq.pos0, sq.n_rows, false, k.data() + sq.row0 * kv);
+        test::write_kv_rows(be, *sq.cache, kLayer, sq.pos0, sq.n_rows, true, v.data() + sq.row0 * kv);
       }
     } else {
       be.attention(kLayer, dq.get(), dk.get(), dv.get(), dout.get(), s);
@@ -769,12 +767,11 @@ Outputs run_attention(Backend& be, const Case& c) {
   Tensor cache = bits("kv cache", {});
   for (const auto& sq : seqs) {
     for (int layer = 0; layer < 2; ++layer) {
-      for (const void* p : {sq->layers[layer].k, sq->layers[layer].v}) {
-        const size_t bytes = sq->kv_row_bytes * sq->pos();
-        std::vector<uint8_t> dev(bytes);
+      for (const bool is_v : {false, true}) {
+        std::vector<uint8_t> dev = test::read_kv_rows(be, *sq, layer, sq->pos(), is_v);  // the block table's rows
         if (be.is_cpu()) {  // the CPU's f32 rows in the device's form
           std::vector<float> f(static_cast<size_t>(sq->pos() * kv));
-          be.to_host(f.data(), p, f.size() * sizeof(float));
+          std::memcpy(f.data(), dev.data(), f.size() * sizeof(float));
           dev.clear();
           if (c.type == GgmlType::Q8_0) {
             dev = q8_rows(f.data(), sq->pos(), kv);
@@ -784,8 +781,6 @@ Outputs run_attention(Backend& be, const Case& c) {
               dev.insert(dev.end(), reinterpret_cast<const uint8_t*>(&h), reinterpret_cast<const uint8_t*>(&h) + 2);
             }
           }
-        } else {
-          be.to_host(dev.data(), p, bytes);
         }
         for (uint8_t b : dev) cache.v.push_back(b);
       }

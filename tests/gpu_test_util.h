@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "backend/backend.h"
 #include "engine/options.h"
 #include "quant/quant.h"
+#include "step/sequence_cache.h"
 #include "test_util.h"
 #ifdef MEMRA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -47,6 +49,25 @@ inline bool emulated() {
 #else
   return false;
 #endif
+}
+
+// KV rows of a sequence go through its block table (step/kv_blocks.h): row t of a layer is row
+// t % kKvBlock of block t / kKvBlock, so rows of different blocks are not adjacent.
+// Writes positions [pos0, pos0 + n) of `layer` (K, or V when `v`) from `rows` (n rows of the
+// cache's row bytes, already in the cache's element type).
+inline void write_kv_rows(Backend& be, SequenceCache& seq, int layer, int32_t pos0, int32_t n, bool v,
+                          const void* rows) {
+  for (int32_t i = 0; i < n; ++i)
+    be.to_device(seq.kv_row(layer, pos0 + i, v), static_cast<const uint8_t*>(rows) + i * seq.kv_row_bytes,
+                 seq.kv_row_bytes);
+}
+// The bytes of positions [0, n) of `layer` (K, or V when `v`), in position order.
+inline std::vector<uint8_t> read_kv_rows(Backend& be, const SequenceCache& seq, int layer, int32_t n, bool v) {
+  std::vector<uint8_t> out(seq.kv_row_bytes * static_cast<size_t>(n));
+  for (int32_t t = 0; t < n; t += kKvBlock)  // one block's rows are adjacent
+    be.to_host(out.data() + t * seq.kv_row_bytes, seq.kv_row(layer, t, v),
+               seq.kv_row_bytes * static_cast<size_t>(std::min(kKvBlock, n - t)));
+  return out;
 }
 
 #define MEMRA_GPU_OR_SKIP(var)                                                   \

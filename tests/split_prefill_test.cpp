@@ -43,9 +43,9 @@ std::vector<uint8_t> state_bits(const Engine& e, const SequenceCache& seq, int32
     if (shape.layer_mixer[l] == MixerKind::GatedDeltaNet) {
       add(c.conv, static_cast<size_t>(shape.conv_floats) * sizeof(float));
       add(c.ssm, static_cast<size_t>(shape.ssm_floats) * sizeof(float));
-    } else {
-      add(c.k, static_cast<size_t>(n * shape.kv_dim) * sizeof(float));
-      add(c.v, static_cast<size_t>(n * shape.kv_dim) * sizeof(float));
+    } else {  // through the block table: rows of one block are not adjacent to the next block's
+      for (int32_t t = 0; t < n; ++t) add(seq.kv_row(static_cast<int>(l), t, false), seq.kv_row_bytes);
+      for (int32_t t = 0; t < n; ++t) add(seq.kv_row(static_cast<int>(l), t, true), seq.kv_row_bytes);
     }
   }
   return out;

@@ -8,9 +8,16 @@
 #include "common/error.h"
 #include "quant/quant.h"
 #include "step/sampling.h"
+#include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
 namespace memra {
+
+void Backend::set_step(const StepPlan& plan) {
+  for (const StepSeq& seq : plan.seqs) seq.cache->check_writable(seq.pos0, seq.pos0 + seq.n_rows);
+  plan_ = &plan;
+  on_step(plan);
+}
 
 size_t Backend::matrix_device_bytes(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_mat) const {
   return quant::row_bytes(type, n_in) * static_cast<size_t>(n_out) * static_cast<size_t>(n_mat);

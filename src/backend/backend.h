@@ -113,7 +113,7 @@ class Backend : public DeviceMemory {
   virtual bool is_cpu() const = 0;
 
   // ---- memory ----
-  // alloc, free, copy and zero: see DeviceMemory (step/device_memory.h).
+  // alloc, free, copy, zero and to_device: see DeviceMemory (step/device_memory.h).
   // Weight bytes from the (mmapped) file. The CPU backend may return `host` itself (zero copy).
   virtual const void* upload_weight(const void* host, size_t bytes) = 0;
   // A weight matrix (geometry already set in w): sets w.data. Backends may store their own
@@ -128,7 +128,6 @@ class Backend : public DeviceMemory {
   // cannot be allocated (before a long upload, so a model that does not fit says so at once).
   // Backends that compute in host memory check nothing: the OS maps the file lazily.
   virtual void check_fits(uint64_t bytes, const std::string& what) { (void)bytes, (void)what; }
-  virtual void to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void synchronize() = 0;
   // Scratch floats for the current step; freed all at once by reset_scratch(), or back to a
@@ -161,10 +160,9 @@ class Backend : public DeviceMemory {
   virtual void graph_end() {}
 
   // ---- step ----
-  void set_step(const StepPlan& plan) {
-    plan_ = &plan;
-    on_step(plan);
-  }
+  // Also checks (always) that the step writes KV rows only into blocks each sequence owns alone
+  // (step/kv_blocks.h): recorded graphs replay through here too.
+  void set_step(const StepPlan& plan);
   const StepPlan& plan() const { return *plan_; }
 
   // ---- row-wise ops ----

@@ -207,7 +207,9 @@ void run(const Args& a) {
     }
     auto start_sequence = [&](int b) {
       auto seq = e.new_sequence();
-      if (!bases.empty()) seq->copy_from(*bases[static_cast<size_t>(b) % bases.size()]);
+      // KV copied, not shared (step/kv_blocks.h): every sequence must stream KV of its own, as
+      // distinct requests do, or the measured decode would read shared blocks from cache.
+      if (!bases.empty()) seq->copy_from(*bases[static_cast<size_t>(b) % bases.size()], /*share_kv=*/false);
       return seq;
     };
     for (int batch : a.batches) {

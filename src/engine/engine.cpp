@@ -68,6 +68,7 @@ void Engine::init(const EngineOptions& opts) {
   runner_ = std::make_unique<StepRunner>(*model_, *backend_, opts.phase_timing);
   const ModelConfig& c = model_->config();
   cache_shape_ = c.cache_shape(backend_->kv_type());
+  kv_pool_ = std::make_shared<KvBlockPool>(*backend_, cache_shape_);
   ctx_ = opts.ctx > 0 ? opts.ctx : std::min(c.n_ctx_train, 32768);
   prefill_chunk_ = opts.prefill_chunk;
   verbose_ = opts.verbose;
@@ -90,7 +91,7 @@ const Tokenizer& Engine::tokenizer() {
 }
 
 std::unique_ptr<SequenceCache> Engine::new_sequence() {
-  return std::make_unique<SequenceCache>(*backend_, cache_shape_, ctx_);
+  return std::make_unique<SequenceCache>(kv_pool_, cache_shape_, ctx_);
 }
 
 int32_t Engine::next_chunk_len(const SequenceCache& seq, size_t remaining) const {

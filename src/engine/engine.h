@@ -77,7 +77,10 @@ class Engine {
 
   bool verbose() const { return verbose_; }
 
+  // A fresh sequence; its KV blocks come from the engine's pool (shared by prefix between the
+  // engine's sequences: step/kv_blocks.h).
   std::unique_ptr<SequenceCache> new_sequence();
+  const KvBlockPool& kv_pool() const { return *kv_pool_; }
   // The prefix reuse pool (step/prefix_cache.h) in this backend's memory; null when its budget
   // is 0. Used by one thread, between steps (the scheduler's worker).
   PrefixCache* prefix_cache() { return prefix_cache_.get(); }
@@ -112,6 +115,7 @@ class Engine {
   std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<Tokenizer> tokenizer_;
   CacheShape cache_shape_;
+  std::shared_ptr<KvBlockPool> kv_pool_;  // its sequences keep it alive; blocks freed with the last
   int32_t ctx_ = 0;
   int32_t prefill_chunk_ = 512;
   StepPlan decode_plan_;  // reused each step (the backend may keep pointers into it until the next)

@@ -137,10 +137,13 @@ std::string Metrics::render() const {
            p.lookups ? static_cast<double>(p.hits) / static_cast<double>(p.lookups) : 0.0);
     metric("memra_prefix_cache_reused_tokens_total", "counter", "Prompt tokens resumed instead of prefilled.",
            p.reused_tokens);
-    metric("memra_prefix_cache_bytes", "gauge", "Pool bytes: state snapshots and parked sequences.", p.bytes);
+    metric("memra_prefix_cache_bytes", "gauge", "Pool bytes: state snapshots and parked sequences (a shared KV block once).", p.bytes);
     metric("memra_prefix_cache_budget_bytes", "gauge", "The pool's budget (MEMRA_PREFIX_CACHE_MB).", p.budget_bytes);
     metric("memra_prefix_cache_entries", "gauge", "Prompts held in the pool.", p.entries);
     metric("memra_prefix_cache_snapshots", "gauge", "Recurrent-state snapshots held.", p.snapshots);
+    metric("memra_prefix_cache_kv_blocks", "gauge",
+           "KV blocks (128 positions of one attention layer) held by parked sequences, shared ones once.",
+           p.kv_blocks);
     metric("memra_prefix_cache_evictions_total", "counter", "Entries evicted for the budget.", p.evictions);
   }
   out += "# HELP memra_time_to_first_token_seconds From request arrival to its first generated token.\n";

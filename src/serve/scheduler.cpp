@@ -325,7 +325,7 @@ void Scheduler::start_choices(const std::shared_ptr<Job>& job, const std::vector
       slot->seq = std::move(job->seq);
     } else {
       slot->seq = engine_.new_sequence();
-      slot->seq->copy_from(*slots.front()->seq);
+      slot->seq->copy_from(*slots.front()->seq);  // shares the prompt's full KV blocks
     }
     slot->params = spec.sampling;
     slot->params.seed = spec.sampling.seed + static_cast<uint64_t>(c);

@@ -1,5 +1,5 @@
 // Memory that step state lives in: a backend's device memory, seen from the step core. The
-// caches allocate, copy and clear through it; Backend (backend/backend.h) implements it.
+// caches allocate, copy, upload and clear through it; Backend (backend/backend.h) implements it.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,9 @@ class DeviceMemory {
   // Device-to-device copy and clear, ordered with the backend's ops.
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual void zero(void* dst, size_t bytes) = 0;
+  // Host-to-device copy, ordered with the backend's ops; `src` may be reused once it returns
+  // (the caches upload their KV block tables this way).
+  virtual void to_device(void* dst, const void* src, size_t bytes) = 0;
 
  protected:
   ~DeviceMemory() = default;

@@ -33,7 +33,6 @@ struct PrefixCache::Entry {
   std::vector<std::shared_ptr<Snapshot>> snaps;  // ascending positions
   uint64_t last_used = 0;
   bool parked = false;                   // seq released by its request, trimmed, counted in bytes_
-  size_t kv_bytes = 0;                   // what the parked seq occupies
   bool has_snapshot_at(int32_t pos) const {
     return std::any_of(snaps.begin(), snaps.end(), [&](const auto& s) { return s->pos == pos; });
   }
@@ -54,7 +53,42 @@ PrefixCache::PrefixCache(DeviceMemory& memory, const CacheShape& shape, int32_t 
       snap_bytes_ += static_cast<size_t>(shape.conv_floats + shape.ssm_floats) * sizeof(float);
 }
 
-PrefixCache::~PrefixCache() { entries_.clear(); }
+PrefixCache::~PrefixCache() {
+  for (const auto& e : entries_) unpark(*e);
+  entries_.clear();
+}
+
+// A parked sequence counts its recurrent state, and each KV block it holds that no other parked
+// sequence holds already: blocks shared by prefix (a prompt resumed from another, the choices of
+// one request) are counted once. A parked sequence does not change until it is unparked.
+void PrefixCache::park(Entry& e) {
+  MEMRA_ASSERT(!e.parked);
+  e.parked = true;
+  const SequenceCache& seq = *e.seq;
+  bytes_ += static_cast<int64_t>(seq.recurrent_bytes());
+  const int64_t block_bytes = static_cast<int64_t>(seq.pool().block_bytes());
+  for (const LayerCache& L : seq.layers)
+    for (int32_t id : L.blocks)
+      if (++held_blocks_[seq.pool().data(id)] == 1) bytes_ += block_bytes;
+}
+
+void PrefixCache::unpark(Entry& e) {
+  if (!e.parked) return;
+  e.parked = false;
+  const SequenceCache& seq = *e.seq;
+  bytes_ -= static_cast<int64_t>(seq.recurrent_bytes());
+  const int64_t block_bytes = static_cast<int64_t>(seq.pool().block_bytes());
+  for (const LayerCache& L : seq.layers) {
+    for (int32_t id : L.blocks) {
+      auto it = held_blocks_.find(seq.pool().data(id));
+      MEMRA_ASSERT(it != held_blocks_.end() && it->second > 0, "prefix cache: KV block accounting");
+      if (--it->second == 0) {
+        held_blocks_.erase(it);
+        bytes_ -= block_bytes;
+      }
+    }
+  }
+}
 
 void PrefixCache::restore(SequenceCache& seq, const Snapshot& s) const {
   const size_t conv = static_cast<size_t>(shape_.conv_floats) * sizeof(float);
@@ -119,10 +153,11 @@ PrefixCache::Resume PrefixCache::resume(SequenceCache& seq, std::span<const int3
   Resume r;
   if (!best) return r;
   const int32_t p = best_snap->pos;
-  seq.reserve(n_prompt);
-  seq.copy_kv_prefix_from(*best->seq, p);
+  // The prefix's full KV blocks are shared with the entry's sequence, its partial last block
+  // copied (kv_blocks.h); the sequence stands at p and grows by blocks of its own.
+  seq.share_kv_prefix_from(*best->seq, p);
   restore(seq, *best_snap);
-  seq.advance(p);
+  seq.reserve(n_prompt);
   if (best_snap->has_logits && p == n_prompt) r.logits = best_snap->logits;
   r.tokens = p;
   r.source = best;
@@ -210,8 +245,7 @@ void PrefixCache::finish(const Handle& h, std::span<const float> logits) {
 
 void PrefixCache::drop(const Handle& h) {
   if (!h) return;
-  if (h->parked) bytes_ -= static_cast<int64_t>(h->kv_bytes);
-  h->parked = false;
+  unpark(*h);
   std::erase(entries_, h);
 }
 
@@ -225,8 +259,7 @@ bool PrefixCache::make_room(size_t need, const Entry* keep) {
       if (!victim || e->last_used < victim->last_used) victim = e;
     }
     if (!victim) return false;
-    if (victim->parked) bytes_ -= static_cast<int64_t>(victim->kv_bytes);
-    victim->parked = false;
+    unpark(*victim);
     std::erase(entries_, victim);
     ++counters_.evictions;
   }
@@ -238,9 +271,7 @@ void PrefixCache::maintain() {
     if (e->parked || !e->seq || e->seq.use_count() > 1) continue;
     // Its request let go of the sequence: keep the prompt's KV rows only.
     e->seq->shrink_kv(e->valid);
-    e->kv_bytes = e->seq->state_bytes();
-    e->parked = true;
-    bytes_ += static_cast<int64_t>(e->kv_bytes);
+    park(*e);
   }
   make_room(0, nullptr);
 }
@@ -250,6 +281,7 @@ PrefixCacheStats PrefixCache::stats() const {
   s.bytes = bytes_;
   s.budget_bytes = budget_;
   s.entries = static_cast<int64_t>(entries_.size());
+  s.kv_blocks = static_cast<int64_t>(held_blocks_.size());
   return s;
 }
 

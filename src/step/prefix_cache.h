@@ -28,13 +28,14 @@
 //
 // What is kept per prompt (an entry): its tokens, the sequence whose KV rows hold them (the live
 // sequence of the running request, parked here when the request retires: trimmed to the rows of
-// the prompt and of the answer tokens retire() took in), and its snapshots. KV rows are copied into the resuming sequence (one device-to-device
-// copy per attention layer: the kernels read one contiguous KV buffer per sequence, so a shared
-// block table would need kernel changes). Snapshots are immutable and shared by reference: a
-// resumed prompt's entry holds the snapshots it resumed from, counted once.
+// the prompt and of the answer tokens retire() took in), and its snapshots. KV is paged
+// (step/kv_blocks.h): the resuming sequence shares the full blocks of the prefix by reference
+// count and copies only the partial last block (copy-on-write), so no KV is copied per request.
+// Snapshots are immutable and shared by reference: a resumed prompt's entry holds the snapshots
+// it resumed from, counted once.
 //
-// Memory: every snapshot and every parked sequence counts against one byte budget; entries are
-// evicted least recently used first. An entry still held by a request (recording its prefill or
+// Memory: every snapshot and every parked sequence counts against one byte budget (a KV block
+// held by several parked sequences counted once); entries are evicted least recently used first. An entry still held by a request (recording its prefill or
 // its sequence decoding) is never evicted; a snapshot that does not fit after evicting what can
 // be evicted is not taken.
 //
@@ -46,6 +47,7 @@
 #include <list>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "step/cache_shape.h"
@@ -68,10 +70,11 @@ struct PrefixCacheStats {
   int64_t reused_tokens = 0;  // prompt tokens not prefilled thanks to the cache
   int64_t evictions = 0;      // entries evicted for the budget
   int64_t skipped = 0;        // snapshots not taken: nothing evictable left to make room
-  int64_t bytes = 0;          // snapshots + parked sequences now
+  int64_t bytes = 0;          // snapshots + parked sequences now (a shared KV block once)
   int64_t budget_bytes = 0;
   int64_t entries = 0;
   int64_t snapshots = 0;
+  int64_t kv_blocks = 0;      // distinct KV blocks held by parked sequences
 };
 
 class PrefixCache {
@@ -129,6 +132,9 @@ class PrefixCache {
   void restore(SequenceCache& seq, const Snapshot& s) const;
   // Evicts least recently used evictable entries (never `keep`) until `need` more bytes fit.
   bool make_room(size_t need, const Entry* keep);
+  // Counts a released sequence's state in bytes_ (its KV blocks once each), and back.
+  void park(Entry& e);
+  void unpark(Entry& e);
 
   DeviceMemory& memory_;
   const CacheShape shape_;
@@ -140,6 +146,7 @@ class PrefixCache {
   int64_t bytes_ = 0;
   uint64_t clock_ = 0;
   std::list<std::shared_ptr<Entry>> entries_;
+  std::unordered_map<const void*, int32_t> held_blocks_;  // KV block address -> parked holders
   PrefixCacheStats counters_;
 };
 

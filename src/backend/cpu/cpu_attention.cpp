@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/error.h"
+#include "step/kv_blocks.h"
 #include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
@@ -59,15 +60,24 @@ void CpuBackend::attention(int layer, const float* q, const float* k, const floa
   const int group = s.n_head / s.n_head_kv;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   for (const StepSeq& seq : p.seqs) {
-    LayerCache& c = seq.cache->layers[layer];
-    MEMRA_ASSERT(c.k && seq.cache->kv_type == GgmlType::F32, "CPU attention needs an f32 KV cache");
-    MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");
-    float* kc = static_cast<float*>(c.k);
-    float* vc = static_cast<float*>(c.v);
+    SequenceCache& cache = *seq.cache;
+    MEMRA_ASSERT(cache.kv_type == GgmlType::F32, "CPU attention needs an f32 KV cache");
+    MEMRA_ASSERT(seq.pos0 + seq.n_rows <= cache.capacity(), "KV cache not reserved");
+    // Through the block table (step/kv_blocks.h): position t is row t % kKvBlock of block
+    // t / kKvBlock; Backend::set_step checked that the rows appended here are in blocks this
+    // sequence owns alone.
     for (int32_t i = 0; i < seq.n_rows; ++i) {
-      std::memcpy(kc + (seq.pos0 + i) * kv_row, k + (seq.row0 + i) * kv_row, kv_row * sizeof(float));
-      std::memcpy(vc + (seq.pos0 + i) * kv_row, v + (seq.row0 + i) * kv_row, kv_row * sizeof(float));
+      std::memcpy(cache.kv_row(layer, seq.pos0 + i, false), k + (seq.row0 + i) * kv_row, kv_row * sizeof(float));
+      std::memcpy(cache.kv_row(layer, seq.pos0 + i, true), v + (seq.row0 + i) * kv_row, kv_row * sizeof(float));
     }
+    const int32_t n_all = seq.pos0 + seq.n_rows;
+    std::vector<const float*> kblk, vblk;  // per block: its first K / V row
+    for (int32_t t = 0; t < n_all; t += kKvBlock) {
+      kblk.push_back(reinterpret_cast<const float*>(cache.kv_row(layer, t, false)));
+      vblk.push_back(reinterpret_cast<const float*>(cache.kv_row(layer, t, true)));
+    }
+    auto key = [&](int32_t t) { return kblk[t / kKvBlock] + (t % kKvBlock) * kv_row; };
+    auto value = [&](int32_t t) { return vblk[t / kKvBlock] + (t % kKvBlock) * kv_row; };
 #pragma omp parallel for num_threads(threads_) collapse(2) schedule(static) \
     if (cpu::worth_parallel(int64_t{seq.n_rows} * s.n_head * (seq.pos0 + seq.n_rows) * hd * 2))
     for (int32_t i = 0; i < seq.n_rows; ++i) {
@@ -78,14 +88,14 @@ void CpuBackend::attention(int layer, const float* q, const float* k, const floa
         std::vector<double> score(n_keys);
         double mx = -INFINITY;
         for (int32_t t = 0; t < n_keys; ++t) {
-          score[t] = cpu::dot(qh, kc + t * kv_row + kvh * hd, hd) * scale;
+          score[t] = cpu::dot(qh, key(t) + kvh * hd, hd) * scale;
           mx = std::max(mx, score[t]);
         }
         double sum = 0;
         for (int32_t t = 0; t < n_keys; ++t) sum += (score[t] = std::exp(score[t] - mx));
         std::vector<double> acc(hd, 0.0);
         for (int32_t t = 0; t < n_keys; ++t) {
-          const float* vt = vc + t * kv_row + kvh * hd;
+          const float* vt = value(t) + kvh * hd;
           double pt = score[t] / sum;
           for (int d = 0; d < hd; ++d) acc[d] += pt * vt[d];
         }

@@ -252,7 +252,7 @@ void CudaBackend::on_step(const StepPlan& plan) {
   const size_t n_ptr = static_cast<size_t>(n_layers) * n_seqs;
   const size_t int_bytes = (3 * static_cast<size_t>(n_rows) + 3 * n_seqs) * sizeof(int32_t);
   const size_t ptr_off = (int_bytes + 15) / 16 * 16;
-  const size_t total = ptr_off + 4 * n_ptr * sizeof(void*);
+  const size_t total = ptr_off + 3 * n_ptr * sizeof(void*);
   if (total > step_capacity_) {
     if (step_dev_) {
       drop_graphs();  // recorded steps read the old table address
@@ -290,10 +290,11 @@ void CudaBackend::on_step(const StepPlan& plan) {
     for (int32_t l = 0; l < n_layers; ++l) {
       const LayerCache& c = q.cache->layers[l];
       const size_t i = static_cast<size_t>(l) * n_seqs + s;
-      ptrs[i] = c.k;
-      ptrs[n_ptr + i] = c.v;
-      ptrs[2 * n_ptr + i] = c.conv;
-      ptrs[3 * n_ptr + i] = c.ssm;
+      // The table's device copy is refreshed here when the sequence's blocks changed: on the
+      // stream, before the kernels of this step (or of a replayed graph) read it.
+      ptrs[i] = const_cast<uint8_t**>(q.cache->kv_block_table(l));
+      ptrs[n_ptr + i] = c.conv;
+      ptrs[2 * n_ptr + i] = c.ssm;
     }
   }
   CUDA_CHECK(cudaMemcpyAsync(step_dev_, step_host_, total, cudaMemcpyHostToDevice, stream_));
@@ -312,10 +313,9 @@ void CudaBackend::on_step(const StepPlan& plan) {
   step_.seq_row0 = dints + 3 * n_rows;
   step_.seq_n_rows = dints + 3 * n_rows + n_seqs;
   step_.seq_pos0 = dints + 3 * n_rows + 2 * n_seqs;
-  step_.kv_k = dptrs;
-  step_.kv_v = dptrs + n_ptr;
-  step_.conv = reinterpret_cast<float* const*>(dptrs + 2 * n_ptr);
-  step_.ssm = reinterpret_cast<float* const*>(dptrs + 3 * n_ptr);
+  step_.kv_blocks = reinterpret_cast<uint8_t* const* const*>(dptrs);
+  step_.conv = reinterpret_cast<float* const*>(dptrs + n_ptr);
+  step_.ssm = reinterpret_cast<float* const*>(dptrs + 2 * n_ptr);
 }
 
 // ---- graphs ----
@@ -517,6 +517,7 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
   const size_t row_bytes = kv_type_ == GgmlType::Q8_0 ? static_cast<size_t>(kv_q8_row_bytes(kv_dim)) : 2 * kv_dim;
   for (const StepSeq& seq : plan().seqs) {
     MEMRA_ASSERT(seq.pos0 + seq.n_rows <= seq.cache->capacity(), "KV cache not reserved");
+    MEMRA_ASSERT(seq.cache->pool().v_offset() == row_bytes * kKvBlock, "KV block layout");
     MEMRA_ASSERT(seq.cache->kv_row_bytes == row_bytes, "KV cache rows of {} bytes, kernels expect {}",
                  seq.cache->kv_row_bytes, row_bytes);
   }

@@ -21,8 +21,10 @@ struct DeviceStep {
   const int32_t* seq_n_rows = nullptr;
   const int32_t* seq_pos0 = nullptr;
   // per (layer, sequence): index layer * n_seqs + s. Null where the layer has no such cache.
-  void* const* kv_k = nullptr;   // [capacity][n_head_kv * head_dim]: f16, or 8-bit (kv_cache_q8.h)
-  void* const* kv_v = nullptr;
+  // The sequence's KV block table for the layer (step/kv_blocks.h): block b's base address, its
+  // kKvBlock K rows then its kKvBlock V rows (f16, or 8-bit: kv_cache_q8.h); position t is row
+  // t % kKvBlock of block t / kKvBlock. Owned by the SequenceCache, uploaded when it changes.
+  uint8_t* const* const* kv_blocks = nullptr;
   float* const* conv = nullptr;  // [kernel-1][channels], oldest first
   float* const* ssm = nullptr;   // [n_v][d_k][d_v]
 };

@@ -1,4 +1,5 @@
-// Causal attention of each row's query heads over its sequence's f16 KV cache (keys 0..pos).
+// Causal attention of each row's query heads over its sequence's KV cache (keys 0..pos), f16 or
+// 8-bit, read through the sequence's block table (step/kv_blocks.h).
 //
 // Exactness: a row's keys are cut into splits of kSplit keys counted from key 0, so the splits of
 // a row depend only on its own position. Kernel 1 runs one block per (row, kv head, head group,
@@ -17,11 +18,16 @@
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_cache_q8.h"
+#include "step/kv_blocks.h"
 
 namespace memra::cuda {
 namespace {
 
 constexpr int kSplit = 128;                   // keys per split (a constant: see the file comment)
+// A split reads exactly one KV block (step/kv_blocks.h): its base pointer is read once from the
+// sequence's block table, and the split boundaries (hence every reduction) are what they were
+// with one contiguous buffer.
+static_assert(kSplit == kKvBlock, "the attention split must be one KV block");
 constexpr int kAttnWarps = 8;
 constexpr int kAttnThreads = kAttnWarps * kWarp;
 constexpr int kCombineThreads = 256;
@@ -47,7 +53,8 @@ struct Tile {
 
 __device__ __forceinline__ uint4 load16(const __half* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
-// A lane's 8 consecutive dims (from `col`, a multiple of 8) of cache row t, as loaded. f16 rows:
+// A lane's 8 consecutive dims (from `col`, a multiple of 8) of row t of a block's K or V rows
+// (`cache`: the block's first K row, or its first V row), as loaded. f16 rows:
 // the 16 bytes. 8-bit rows (kv_cache_q8.h): the 8 codes in .x/.y and the block's f16 scale in .z.
 template <bool Q8>
 __device__ __forceinline__ uint4 load_kv(const uint8_t* cache, int64_t t, int64_t kv_dim, int64_t col) {
@@ -160,8 +167,9 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
   const int kg = lane / T::kLanesPerKey;   // which key of a load slot
   const int64_t kv_dim = static_cast<int64_t>(n_head_kv) * HD;
   const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + step.row_seq[row];
-  const uint8_t* kc = static_cast<const uint8_t*>(step.kv_k[slot]);
-  const uint8_t* vc = static_cast<const uint8_t*>(step.kv_v[slot]);
+  // The split's block: kSplit K rows, then kSplit V rows (keys t0 + t are its rows t).
+  const uint8_t* kc = step.kv_blocks[slot][split];
+  const uint8_t* vc = kc + kSplit * (Q8 ? kv_q8_row_bytes(kv_dim) : 2 * kv_dim);
   const int64_t col = static_cast<int64_t>(kvh) * HD + sub * 8;  // the lane's first dim in a row
 
   float qr[GB][8];
@@ -185,7 +193,7 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
 #pragma unroll
     for (int i = 0; i < T::kSlots; ++i) {
       const int t = base + i * T::kKeysPerSlot + kg;
-      raw[i] = t < nk ? load_kv<Q8>(kc, t0 + t, kv_dim, col) : make_uint4(0, 0, 0, 0);
+      raw[i] = t < nk ? load_kv<Q8>(kc, t, kv_dim, col) : make_uint4(0, 0, 0, 0);
     }
     float dot[kDots];
 #pragma unroll
@@ -246,7 +254,7 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
 #pragma unroll
     for (int i = 0; i < T::kSlots; ++i) {
       const int t = base + i * T::kKeysPerSlot + kg;
-      raw[i] = t < nk ? load_kv<Q8>(vc, t0 + t, kv_dim, col) : make_uint4(0, 0, 0, 0);
+      raw[i] = t < nk ? load_kv<Q8>(vc, t, kv_dim, col) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int i = 0; i < T::kSlots; ++i) {

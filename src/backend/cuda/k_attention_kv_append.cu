@@ -1,11 +1,14 @@
 // KV append: row r of k and v (f32, n_rows x kv_dim) goes to position positions[r] of its
-// sequence's caches (row = position): f16 (kv_dim halves, rounded to nearest even) or 8-bit
-// blocks (kv_cache_q8.h).
+// sequence's caches, through its block table (step/kv_blocks.h: row p % kKvBlock of block
+// p / kKvBlock, V rows kKvBlock rows after the K rows): f16 (kv_dim halves, rounded to nearest
+// even) or 8-bit rows (kv_cache_q8.h). The host checked that every block written is owned by
+// its sequence alone (SequenceCache::check_writable).
 // One launch for every row of the step: block (row, k|v).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_cache_q8.h"
+#include "step/kv_blocks.h"
 
 namespace memra::cuda {
 namespace {
@@ -23,8 +26,10 @@ __device__ __forceinline__ AppendRow append_row(int layer, const float* k, const
   const int64_t r = blockIdx.x;
   const bool is_v = blockIdx.y != 0;
   const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + step.row_seq[r];
-  uint8_t* cache = static_cast<uint8_t*>(is_v ? step.kv_v[slot] : step.kv_k[slot]);
-  return AppendRow{(is_v ? v : k) + r * kv_dim, cache + static_cast<int64_t>(step.positions[r]) * row_bytes};
+  const int32_t p = step.positions[r];
+  uint8_t* block = step.kv_blocks[slot][p / kKvBlock];
+  const int64_t row = (is_v ? kKvBlock : 0) + p % kKvBlock;
+  return AppendRow{(is_v ? v : k) + r * kv_dim, block + row * row_bytes};
 }
 
 __global__ void __launch_bounds__(kAppendThreads)
