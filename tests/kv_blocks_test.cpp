@@ -89,7 +89,7 @@ bool holds(const SequenceCache& s, int32_t n) {
 TEST(KvBlocks, PoolCountsReferencesAndReusesBlocks) {
   HostMemory mem;
   {
-    KvBlockPool pool(mem, hybrid_shape(), /*keep_free=*/1);
+    KvBlockPool pool(mem, hybrid_shape(), /*keep_free=*/1, /*slab_blocks=*/1);
     EXPECT_EQ(pool.row_bytes(), 8 * sizeof(float));
     EXPECT_EQ(pool.block_bytes(), 2 * kKvBlock * 8 * sizeof(float));
     const int32_t a = pool.acquire(), b = pool.acquire();
@@ -119,6 +119,37 @@ TEST(KvBlocks, PoolCountsReferencesAndReusesBlocks) {
     EXPECT_EQ(mem.live, 1);
   }
   EXPECT_EQ(mem.live, 0);
+}
+
+TEST(KvBlocks, PoolAllocatesSlabsOfBlocks) {
+  HostMemory mem;
+  {
+    KvBlockPool pool(mem, hybrid_shape(), /*keep_free=*/0, /*slab_blocks=*/4);
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 5; ++i) ids.push_back(pool.acquire());
+    EXPECT_EQ(mem.live, 2);  // two slabs of 4 blocks
+    EXPECT_EQ(pool.blocks_allocated(), 8);
+    for (int i = 1; i < 4; ++i) EXPECT_EQ(pool.data(ids[i]), pool.data(ids[0]) + i * pool.block_bytes());
+    std::set<uint8_t*> distinct;
+    for (int32_t id : ids) distinct.insert(pool.data(id));
+    EXPECT_EQ(distinct.size(), 5u);
+    for (int i = 0; i < 3; ++i) pool.release(ids[i]);
+    EXPECT_EQ(mem.live, 2);  // a slab with a block in use stays
+    pool.release(ids[3]);
+    EXPECT_EQ(mem.live, 1);  // all free, nothing to keep: given back
+    pool.release(ids[4]);
+    EXPECT_EQ(mem.live, 0);
+    EXPECT_EQ(pool.blocks_in_use(), 0);
+    EXPECT_EQ(pool.blocks_allocated(), 0);
+    const int32_t again = pool.acquire();  // a vacant slab number is reused
+    EXPECT_GE(again, 0);
+    EXPECT_EQ(mem.live, 1);
+    pool.release(again);
+  }
+  EXPECT_EQ(mem.live, 0);
+  // The default slab is about kSlabBytes (at most 64 blocks).
+  KvBlockPool big(mem, hybrid_shape());
+  EXPECT_EQ(big.slab_blocks(), 64);
 }
 
 TEST(KvBlocks, GrowthAppendsBlocksAndCopiesNothing) {

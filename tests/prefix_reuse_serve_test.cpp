@@ -224,7 +224,7 @@ TEST(PrefixReuseServe, HttpReportsCachedTokensAndMetrics) {
   ASSERT_TRUE(m);
   for (const char* line : {"memra_prefix_cache_lookups_total 2", "memra_prefix_cache_hits_total 1",
                            "memra_prefix_cache_evictions_total 0", "memra_prefix_cache_bytes ",
-                           "memra_prefix_cache_hit_ratio 0.5"})
+                           "memra_prefix_cache_hit_ratio 0.5", "memra_prefix_cache_kv_blocks "})
     EXPECT_NE(m->body.find(line), std::string::npos) << line << " missing from:\n" << m->body;
   server.stop(0ms);
   th.join();

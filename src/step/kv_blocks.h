@@ -34,10 +34,13 @@ inline constexpr int32_t kKvBlock = 128;  // positions per block (= the attentio
 
 class KvBlockPool {
  public:
-  // Blocks of kKvBlock K rows + kKvBlock V rows of `shape` (kv_row_bytes each). Up to
-  // `keep_free` released blocks keep their memory for the next acquire (allocating and freeing
-  // device memory costs a stream synchronisation on CUDA); beyond that they are freed.
-  KvBlockPool(DeviceMemory& memory, const CacheShape& shape, int64_t keep_free = 256);
+  // Blocks of kKvBlock K rows + kKvBlock V rows of `shape` (kv_row_bytes each), allocated
+  // `slab_blocks` at a time in one allocation (0: about kSlabBytes per slab), so a long prompt
+  // costs few device allocations. Up to `keep_free` released blocks keep their memory for the
+  // next acquire (freeing device memory synchronises the CUDA stream); beyond that a slab whose
+  // blocks are all free is given back.
+  static constexpr size_t kSlabBytes = size_t{8} << 20;
+  KvBlockPool(DeviceMemory& memory, const CacheShape& shape, int64_t keep_free = 256, int32_t slab_blocks = 0);
   ~KvBlockPool();
   KvBlockPool(const KvBlockPool&) = delete;
   KvBlockPool& operator=(const KvBlockPool&) = delete;
@@ -57,16 +60,20 @@ class KvBlockPool {
   size_t block_bytes() const { return 2 * v_offset(); }
   int64_t blocks_in_use() const { return in_use_; }      // referenced by at least one holder
   int64_t blocks_allocated() const { return allocated_; }  // in use + kept free
+  int32_t slab_blocks() const { return slab_blocks_; }
   int64_t bytes_in_use() const { return in_use_ * static_cast<int64_t>(block_bytes()); }
 
  private:
+  // Block id = slab * slab_blocks_ + index in the slab.
   DeviceMemory& memory_;
   size_t row_bytes_ = 0;
   int64_t keep_free_ = 0;
-  std::vector<uint8_t*> mem_;   // per id; null when the id is vacant
-  std::vector<int32_t> refs_;   // per id
-  std::vector<int32_t> free_;   // ids with memory and no references
-  std::vector<int32_t> vacant_; // ids without memory
+  int32_t slab_blocks_ = 1;
+  std::vector<uint8_t*> slabs_;       // null when the slab was given back
+  std::vector<int32_t> slab_used_;    // referenced blocks per slab
+  std::vector<int32_t> refs_;         // per id
+  std::vector<int32_t> free_;         // ids in live slabs with no references
+  std::vector<int32_t> vacant_;       // slab numbers without memory
   int64_t in_use_ = 0;
   int64_t allocated_ = 0;
 };
