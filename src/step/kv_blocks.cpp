@@ -10,6 +10,10 @@ namespace memra {
 KvBlockPool::KvBlockPool(DeviceMemory& memory, const CacheShape& shape, int64_t keep_free, int32_t slab_blocks)
     : memory_(memory), keep_free_(keep_free) {
   MEMRA_ASSERT(keep_free >= 0 && slab_blocks >= 0);
+  // The 8-bit KV layout (kv_cache_q8.h) keeps whole 64-value pieces per row.
+  if (shape.kv_type == GgmlType::Q8_0 && shape.kv_dim % 64 != 0)
+    fail("MEMRA_CUDA_KV=q8_0 needs n_head_kv * head_dim to be a multiple of 64 (this model has {}); "
+         "use MEMRA_CUDA_KV=f16", shape.kv_dim);
   row_bytes_ = shape.kv_dim > 0 ? quant::row_bytes(shape.kv_type, shape.kv_dim) : 0;
   slab_blocks_ = slab_blocks > 0 ? slab_blocks
                                  : static_cast<int32_t>(std::clamp<size_t>(kSlabBytes / std::max<size_t>(block_bytes(), 1),

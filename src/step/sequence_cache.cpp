@@ -20,12 +20,8 @@ SequenceCache::SequenceCache(std::shared_ptr<KvBlockPool> pool, const CacheShape
     : kv_type(shape.kv_type), pool_(std::move(pool)), memory_(pool_->memory()), shape_(shape),
       max_capacity_(max_capacity) {
   MEMRA_ASSERT(max_capacity > 0);
-  const int64_t kv_dim = shape.kv_dim;
-  // The 8-bit KV layout (kv_cache_q8.h) keeps whole 64-value pieces per row.
-  if (kv_type == GgmlType::Q8_0 && kv_dim % 64 != 0)
-    fail("MEMRA_CUDA_KV=q8_0 needs n_head_kv * head_dim to be a multiple of 64 (this model has {}); "
-         "use MEMRA_CUDA_KV=f16", kv_dim);
-  kv_row_bytes = quant::row_bytes(kv_type, kv_dim);
+  // The pool checked that the rows' layout is one the backends support (8-bit: kv_dim % 64).
+  kv_row_bytes = quant::row_bytes(kv_type, shape.kv_dim);
   MEMRA_ASSERT(pool_->row_bytes() == kv_row_bytes, "KV block pool of {}-byte rows for a cache of {}-byte rows",
                pool_->row_bytes(), kv_row_bytes);
   conv_bytes = static_cast<size_t>(shape.conv_floats) * sizeof(float);
