@@ -1,28 +1,31 @@
 // Prefix reuse on the GPU: the snapshots are device-to-device copies through the backend
 // (DeviceMemory::copy on the CUDA stream), KV blocks are shared by reference (step/kv_blocks.h),
-// and a resumed prompt gives the bits of a cold
-// GPU run (prefill logits and the decode steps after it); through the scheduler, greedy and seeded answers with logprobs equal
-// those without reuse. SKIPPED without a GPU.
+// and a resumed prompt gives the bits of a cold GPU run (prefill logits and the decode steps after
+// it); through the scheduler, greedy and seeded answers with logprobs equal those without reuse.
+// SKIPPED without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "engine/engine.h"
 #include "gpu_test_util.h"
 #include "prefix_cache_test_util.h"
+#include "quant/quant.h"
 #include "serve/scheduler.h"
 #include "test_util.h"
 
 namespace memra {
 namespace {
 
-std::unique_ptr<Engine> open_gpu(const std::string& name, int32_t chunk) {
+std::unique_ptr<Engine> open_gpu(const std::string& name, int32_t chunk, std::optional<GgmlType> kv_type = {}) {
   EngineOptions o;
   o.device = "cuda";
   o.ctx = 2048;
   o.prefill_chunk = chunk;
   o.cuda = test::gpu_options();
+  if (kv_type) o.cuda.kv_type = *kv_type;
   return Engine::open(test::fixture(name), o);
 }
 
@@ -91,70 +94,73 @@ TEST(GpuPrefixCache, ResumeAfterAnAnswerIsBitIdenticalToAColdGpuRun) {
 TEST(GpuPrefixCache, ResumedAndForkedSequencesShareKvBlocks) {
   MEMRA_GPU_OR_SKIP(probe);
   probe.reset();
-  auto e = open_gpu("qwen35-tiny.f32.gguf", 64);
-  PrefixCache& pc = *e->prefix_cache();
-  const KvBlockPool& pool = e->kv_pool();
-  const int32_t n_vocab = e->config().n_vocab;
-  int64_t n_attn = 0;
-  for (MixerKind m : e->config().cache_shape(e->backend().kv_type()).layer_mixer)
-    n_attn += m == MixerKind::FullAttention;
-  ASSERT_GT(n_attn, 0);
-  std::vector<int32_t> base;
-  for (int i = 0; i < 300; ++i) base.push_back((i * 29 + 7) % n_vocab);
-  { test::Warm first = test::prefill_warm(*e, pc, base); }
-  pc.maintain();
-  EXPECT_EQ(pool.blocks_in_use(), n_attn * 3);  // 300 positions parked: 3 blocks per layer
-  EXPECT_EQ(pc.stats().kv_blocks, n_attn * 3);
+  for (GgmlType kv : {GgmlType::F16, GgmlType::Q8_0}) {
+    SCOPED_TRACE(std::string("KV ") + quant::type_name(kv));
+    auto e = open_gpu("qwen35-tiny.f32.gguf", 64, kv);
+    PrefixCache& pc = *e->prefix_cache();
+    const KvBlockPool& pool = e->kv_pool();
+    const int32_t n_vocab = e->config().n_vocab;
+    int64_t n_attn = 0;
+    for (MixerKind m : e->config().cache_shape(e->backend().kv_type()).layer_mixer)
+      n_attn += m == MixerKind::FullAttention;
+    ASSERT_GT(n_attn, 0);
+    std::vector<int32_t> base;
+    for (int i = 0; i < 300; ++i) base.push_back((i * 29 + 7) % n_vocab);
+    { test::Warm first = test::prefill_warm(*e, pc, base); }
+    pc.maintain();
+    EXPECT_EQ(pool.blocks_in_use(), n_attn * 3);  // 300 positions parked: 3 blocks per layer
+    EXPECT_EQ(pc.stats().kv_blocks, n_attn * 3);
 
-  std::vector<int32_t> prompt = base;
-  for (int i = 0; i < 40; ++i) prompt.push_back((i * 13 + 1) % n_vocab);
-  test::Warm w = test::prefill_warm(*e, pc, prompt);
-  ASSERT_EQ(w.reused, 300);
-  // Blocks 0 and 1 (positions 0..255) shared with the parked prompt; block 2 (256..339) copied.
-  EXPECT_EQ(pool.blocks_in_use(), n_attn * 4);
-  for (size_t l = 0; l < w.seq->layers.size(); ++l) {
-    const auto& blocks = w.seq->layers[l].blocks;
-    if (blocks.empty()) continue;
-    ASSERT_EQ(blocks.size(), 3u);
-    EXPECT_EQ(pool.refs(blocks[0]), 2);
-    EXPECT_EQ(pool.refs(blocks[1]), 2);
-    EXPECT_EQ(pool.refs(blocks[2]), 1);
-  }
-  // Two more choices fork from it (as the scheduler forks n > 1): each shares blocks 0 and 1 and
-  // copies block 2.
-  std::vector<std::unique_ptr<SequenceCache>> forks;
-  for (int f = 0; f < 2; ++f) {
-    forks.push_back(e->new_sequence());
-    forks.back()->copy_from(*w.seq);
-  }
-  EXPECT_EQ(pool.blocks_in_use(), n_attn * 6);
-  for (size_t l = 0; l < w.seq->layers.size(); ++l)
-    if (!w.seq->layers[l].blocks.empty()) EXPECT_EQ(pool.refs(w.seq->layers[l].blocks[0]), 4);
-
-  const auto cold = test::cold_run(*e, prompt, 5);
-  ASSERT_TRUE(test::same_bits(w.logits, cold[0])) << "resumed prompt's logits";
-  // The resumed sequence and its forks decode greedily side by side, one batch per step.
-  std::vector<SequenceCache*> seqs = {w.seq.get(), forks[0].get(), forks[1].get()};
-  std::vector<std::vector<float>> last(seqs.size(), w.logits);
-  for (size_t step = 1; step < cold.size(); ++step) {
-    std::vector<int32_t> toks;
-    for (const auto& lg : last)
-      toks.push_back(static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin()));
-    std::vector<float> all;
-    test::decode_logits(*e, seqs, toks, all);
-    ASSERT_EQ(all.size(), seqs.size() * static_cast<size_t>(n_vocab));
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      last[s].assign(all.begin() + static_cast<std::ptrdiff_t>(s * n_vocab),
-                     all.begin() + static_cast<std::ptrdiff_t>((s + 1) * n_vocab));
-      ASSERT_TRUE(test::same_bits(last[s], cold[step])) << "sequence " << s << " step " << step;
+    std::vector<int32_t> prompt = base;
+    for (int i = 0; i < 40; ++i) prompt.push_back((i * 13 + 1) % n_vocab);
+    test::Warm w = test::prefill_warm(*e, pc, prompt);
+    ASSERT_EQ(w.reused, 300);
+    // Blocks 0 and 1 (positions 0..255) shared with the parked prompt; block 2 (256..339) copied.
+    EXPECT_EQ(pool.blocks_in_use(), n_attn * 4);
+    for (size_t l = 0; l < w.seq->layers.size(); ++l) {
+      const auto& blocks = w.seq->layers[l].blocks;
+      if (blocks.empty()) continue;
+      ASSERT_EQ(blocks.size(), 3u);
+      EXPECT_EQ(pool.refs(blocks[0]), 2);
+      EXPECT_EQ(pool.refs(blocks[1]), 2);
+      EXPECT_EQ(pool.refs(blocks[2]), 1);
     }
+    // Two more choices fork from it (as the scheduler forks n > 1): each shares blocks 0 and 1 and
+    // copies block 2.
+    std::vector<std::unique_ptr<SequenceCache>> forks;
+    for (int f = 0; f < 2; ++f) {
+      forks.push_back(e->new_sequence());
+      forks.back()->copy_from(*w.seq);
+    }
+    EXPECT_EQ(pool.blocks_in_use(), n_attn * 6);
+    for (size_t l = 0; l < w.seq->layers.size(); ++l)
+      if (!w.seq->layers[l].blocks.empty()) EXPECT_EQ(pool.refs(w.seq->layers[l].blocks[0]), 4);
+
+    const auto cold = test::cold_run(*e, prompt, 5);
+    ASSERT_TRUE(test::same_bits(w.logits, cold[0])) << "resumed prompt's logits";
+    // The resumed sequence and its forks decode greedily side by side, one batch per step.
+    std::vector<SequenceCache*> seqs = {w.seq.get(), forks[0].get(), forks[1].get()};
+    std::vector<std::vector<float>> last(seqs.size(), w.logits);
+    for (size_t step = 1; step < cold.size(); ++step) {
+      std::vector<int32_t> toks;
+      for (const auto& lg : last)
+        toks.push_back(static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin()));
+      std::vector<float> all;
+      test::decode_logits(*e, seqs, toks, all);
+      ASSERT_EQ(all.size(), seqs.size() * static_cast<size_t>(n_vocab));
+      for (size_t s = 0; s < seqs.size(); ++s) {
+        last[s].assign(all.begin() + static_cast<std::ptrdiff_t>(s * n_vocab),
+                       all.begin() + static_cast<std::ptrdiff_t>((s + 1) * n_vocab));
+        ASSERT_TRUE(test::same_bits(last[s], cold[step])) << "sequence " << s << " step " << step;
+      }
+    }
+    // Sharing ends with its holders: the forks and the resumed sequence give their blocks back.
+    forks.clear();
+    w = test::Warm{};
+    pc.maintain();
+    EXPECT_EQ(pc.stats().kv_blocks, n_attn * 4);  // both prompts parked: 3 + 1 own block per layer
+    EXPECT_EQ(pool.blocks_in_use(), n_attn * 4);
   }
-  // Sharing ends with its holders: the forks and the resumed sequence give their blocks back.
-  forks.clear();
-  w = test::Warm{};
-  pc.maintain();
-  EXPECT_EQ(pc.stats().kv_blocks, n_attn * 4);  // both prompts parked: 3 + 1 own block per layer
-  EXPECT_EQ(pool.blocks_in_use(), n_attn * 4);
 }
 
 TEST(GpuPrefixCache, SchedulerAnswersMatchWithoutReuse) {
