@@ -295,7 +295,7 @@ const Case kCases[] = {
      kCarriedTol, true, kAll},
 
     // ---- mixture of experts (router, top-k, grouped expert matmuls, shared expert, combine) ----
-    {Op::Moe, &k35B, Q4_0, 0, 0, "1 13", kN, kMoeQuant, false, kHw},
+    {Op::Moe, &k35B, Q4_0, 0, 0, "1 13 64", kN, kMoeQuant, false, kHw},  // 64: groups of more rows than the tile shape
     {Op::Moe, &k35B, Q4_K, 0, 0, "13", kN, kMoeQuant, false, kHw},
     {Op::Moe, &kNext, Q6_K, 0, 0, "7", kN, kMoeQuant, false, kHw},
     {Op::Moe, &kMoeSmall, Q4_0, 0, 0, "13", kN, kMoeQuant, false, kAll},

@@ -43,7 +43,8 @@ struct Args {
   int64_t group_stride;
   int tile_bytes;
   int n_kt;
-  int64_t rows;         // activation rows
+  int64_t rows;         // activation rows (grouped: the most a group can have)
+  int64_t shape_rows;   // rows the tile shape is chosen for (0: rows); grid x still covers rows
   int rows_cap;         // activation rows a block stages: min(8 NT, rows)
   const uint8_t* act;   // F16Act fragments
   const uint8_t* act_lo;
