@@ -133,8 +133,11 @@ TEST(GpuPrefixCache, ResumedAndForkedSequencesShareKvBlocks) {
       forks.back()->copy_from(*w.seq);
     }
     EXPECT_EQ(pool.blocks_in_use(), n_attn * 6);
-    for (size_t l = 0; l < w.seq->layers.size(); ++l)
-      if (!w.seq->layers[l].blocks.empty()) EXPECT_EQ(pool.refs(w.seq->layers[l].blocks[0]), 4);
+    for (size_t l = 0; l < w.seq->layers.size(); ++l) {
+      if (!w.seq->layers[l].blocks.empty()) {
+        EXPECT_EQ(pool.refs(w.seq->layers[l].blocks[0]), 4);
+      }
+    }
 
     const auto cold = test::cold_run(*e, prompt, 5);
     ASSERT_TRUE(test::same_bits(w.logits, cold[0])) << "resumed prompt's logits";

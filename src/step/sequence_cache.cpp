@@ -62,14 +62,14 @@ void SequenceCache::release_kv() {
   n_blocks_ = 0;
 }
 
-// Rows [0, rows) of K and of V of block `src_block` into `dst_block`.
-void SequenceCache::copy_rows(int32_t dst_block, int32_t src_block, int32_t rows) {
+// Rows [0, rows) of K and of V of block `src_block` of `src_pool` into this pool's `dst_block`.
+void SequenceCache::copy_rows(int32_t dst_block, const KvBlockPool& src_pool, int32_t src_block, int32_t rows) {
   if (rows <= 0) return;
   const size_t bytes = kv_row_bytes * static_cast<size_t>(rows);
   uint8_t* d = pool_->data(dst_block);
-  const uint8_t* s = pool_->data(src_block);
+  const uint8_t* s = src_pool.data(src_block);
   memory_.copy(d, s, bytes);
-  memory_.copy(d + pool_->v_offset(), s + pool_->v_offset(), bytes);
+  memory_.copy(d + pool_->v_offset(), s + src_pool.v_offset(), bytes);
 }
 
 void SequenceCache::reserve(int32_t n) {
@@ -84,7 +84,7 @@ void SequenceCache::reserve(int32_t n) {
       int32_t& id = layers[l].blocks[static_cast<size_t>(b)];
       if (pool_->refs(id) == 1) continue;
       const int32_t fresh = pool_->acquire();
-      copy_rows(fresh, id, std::clamp(pos_ - b * kKvBlock, 0, kKvBlock));
+      copy_rows(fresh, *pool_, id, std::clamp(pos_ - b * kKvBlock, 0, kKvBlock));
       pool_->release(id);
       id = fresh;
       tables_changed();
@@ -131,15 +131,7 @@ void SequenceCache::take_kv(const SequenceCache& o, int32_t n, bool share) {
         dst.push_back(src[static_cast<size_t>(b)]);
       } else {
         dst.push_back(pool_->acquire());
-        if (o.pool_ == pool_) {
-          copy_rows(dst.back(), src[static_cast<size_t>(b)], rows);
-        } else {
-          const size_t bytes = kv_row_bytes * static_cast<size_t>(rows);
-          uint8_t* d = pool_->data(dst.back());
-          const uint8_t* s = o.pool_->data(src[static_cast<size_t>(b)]);
-          memory_.copy(d, s, bytes);
-          memory_.copy(d + pool_->v_offset(), s + o.pool_->v_offset(), bytes);
-        }
+        copy_rows(dst.back(), *o.pool_, src[static_cast<size_t>(b)], rows);
       }
     }
   }
@@ -148,7 +140,6 @@ void SequenceCache::take_kv(const SequenceCache& o, int32_t n, bool share) {
 }
 
 void SequenceCache::copy_from(const SequenceCache& o, bool share_kv) {
-  MEMRA_ASSERT(o.shape_ == shape_, "cache copy across cache shapes");
   take_kv(o, o.pos_, share_kv);
   for (size_t l = 0; l < layers.size(); ++l) {
     const LayerCache& s = o.layers[l];
@@ -226,10 +217,6 @@ size_t SequenceCache::recurrent_bytes() const {
   for (const auto& L : layers)
     if (L.ssm) total += conv_bytes + ssm_bytes;
   return total;
-}
-
-size_t SequenceCache::state_bytes() const {
-  return recurrent_bytes() + static_cast<size_t>(n_attn_) * n_blocks_ * pool_->block_bytes();
 }
 
 }  // namespace memra

@@ -87,13 +87,11 @@ class SequenceCache {
   int32_t kv_blocks_per_layer() const { return n_blocks_; }
   // Bytes of the recurrent state (conv windows and delta-rule states of every linear layer).
   size_t recurrent_bytes() const;
-  // Bytes the recurrent and KV state occupies now, every KV block counted whole (shared or not).
-  size_t state_bytes() const;
 
  private:
   void release_kv();
   void take_kv(const SequenceCache& o, int32_t n, bool share);
-  void copy_rows(int32_t dst_block, int32_t src_block, int32_t rows);
+  void copy_rows(int32_t dst_block, const KvBlockPool& src_pool, int32_t src_block, int32_t rows);
   void tables_changed() { tables_dirty_ = true; }
 
   std::shared_ptr<KvBlockPool> pool_;
