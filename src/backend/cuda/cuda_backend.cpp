@@ -559,8 +559,8 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
 double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwidth(size_t{4} << 30, 9, stream_); }
 
 // The routed experts run as two grouped launches over only the experts the step uses (gate+up
-// with SwiGLU, then down), the shared expert as a plain SwiGLU pair; moe_combine adds them in a
-// fixed order. x is the normed input (its f16 form is the norm's).
+// with SwiGLU, then down), the shared expert in them or as a plain SwiGLU pair; moe_combine adds
+// them in a fixed order. x is the normed input (its f16 form is the norm's).
 void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_t rows, int64_t hidden) {
   MEMRA_ASSERT(m.router.n_in == hidden && m.router.n_out == m.n_expert && m.n_used >= 1 && m.n_used <= m.n_expert);
   if (rows == 0) return;
@@ -568,20 +568,57 @@ void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_
   const int64_t n_sel = rows * k, n_ff = m.gate_exps.n_out;
   const F16Act a = activation(x, rows, hidden);
   float* logits = scratch(static_cast<size_t>(rows * m.n_expert));
+  // The shared expert's sigmoid gate (one row) rides in the router's launch when their types and
+  // widths agree: alone it was a launch of one row group (H200, 35B-A3B, 2026-12-02: 10.5 us a
+  // layer at B = 1, 90 us at B = 64). Each target keeps its canonical order: the same bits.
+  const DevWeight& router = dev_weight(m.router);
+  float* gate_logit = nullptr;
+  const bool gate_with_router = m.gate_shexp.valid() && m.shexp_gate.valid() &&
+                                dev_weight(m.shexp_gate).type == router.type && dev_weight(m.shexp_gate).n_in == router.n_in;
   {
-    OpProfiler::Scope prof(profiler_, "moe router", 0);
-    const MatmulTarget t{&dev_weight(m.router), 0, logits, m.n_expert, false};
-    cuda::matmul(&t, 1, a, stream_);
+    OpProfiler::Scope prof(profiler_, gate_with_router ? "moe router+shexp gate" : "moe router", 0);
+    MatmulTarget t[2] = {{&router, 0, logits, m.n_expert, false}, {}};
+    if (gate_with_router) {
+      gate_logit = scratch(static_cast<size_t>(rows));
+      t[1] = MatmulTarget{&dev_weight(m.shexp_gate), 0, gate_logit, 1, false};
+    }
+    cuda::matmul(t, gate_with_router ? 2 : 1, a, stream_);
   }
+  const DevWeight& gate = dev_weight(m.gate_exps);
+  const DevWeight& up = dev_weight(m.up_exps);
+  const DevWeight& down = dev_weight(m.down_exps);
+  if (gate.type != up.type || gate.n_out != up.n_out)
+    fail("MoE experts: ffn_gate_exps ({}) and ffn_up_exps ({}) must share a type and shape on the CUDA backend",
+         quant::type_name(gate.type), quant::type_name(up.type));
+  // In a decode step the shared expert joins the grouped launches as one more slot over every row
+  // when its three matrices have the experts' types and shapes (2 launches and a conversion fewer
+  // a layer; H200, 35B-A3B Q4_0, 2026-12-02, with the router changes above: tg B = 1 272 -> 328
+  // tok/s, B = 64 2,198 -> 3,339). A prefill chunk keeps the separate launches, whose shapes suit
+  // many rows (pp512 with the shared slot fell 5,200 -> 4,781). Either way a row gets the same
+  // bits (each row's canonical order, row-wise f16 form).
+  constexpr int64_t kSharedGroupedMaxRows = 64;
+  auto like = [](const DevWeight& s, const DevWeight& e) {
+    return s.type == e.type && s.n_in == e.n_in && s.n_out == e.n_out && s.group_stride == e.group_stride;
+  };
+  const DevWeight* gate_sh = m.gate_shexp.valid() ? &dev_weight(m.gate_shexp) : nullptr;
+  const DevWeight* up_sh = m.gate_shexp.valid() ? &dev_weight(m.up_shexp) : nullptr;
+  const DevWeight* down_sh = m.gate_shexp.valid() ? &dev_weight(m.down_shexp) : nullptr;
+  const bool shared_grouped = rows <= kSharedGroupedMaxRows && gate_sh && like(*gate_sh, gate) &&
+                              like(*up_sh, gate) && like(*down_sh, down);
+  const int64_t shared_rows = shared_grouped ? rows : 0;
+  const int64_t n_grouped = n_sel + shared_rows;
+
   MoeRouting r;
   r.groups = static_cast<int>(std::min<int64_t>(n_sel, m.n_expert));
+  r.shared_rows = shared_rows;
+  const int slots = r.groups + (shared_grouped ? 1 : 0);
   auto ints = [&](int64_t n) { return reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(n))); };
   r.sel = ints(n_sel);
   r.weight = scratch(static_cast<size_t>(n_sel));
   r.pos = ints(n_sel);
-  r.act_row = ints(n_sel);
-  r.grp_off = ints(r.groups + 1);
-  r.grp_expert = ints(r.groups);
+  r.act_row = ints(n_grouped);
+  r.grp_off = ints(slots + 1);
+  r.grp_expert = ints(slots);
   {
     OpProfiler::Scope prof(profiler_, "moe route", 0);
     moe_route(logits, rows, m.n_expert, k, m.norm_topk, r, stream_);
@@ -590,37 +627,32 @@ void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_
   g.grp_off = r.grp_off;
   g.grp_expert = r.grp_expert;
   g.act_row = r.act_row;
-  g.groups = r.groups;
-  g.max_rows = rows;  // an expert appears at most once among a row's k
-  const DevWeight& gate = dev_weight(m.gate_exps);
-  const DevWeight& up = dev_weight(m.up_exps);
-  const DevWeight& down = dev_weight(m.down_exps);
-  if (gate.type != up.type || gate.n_out != up.n_out)
-    fail("MoE experts: ffn_gate_exps ({}) and ffn_up_exps ({}) must share a type and shape on the CUDA backend",
-         quant::type_name(gate.type), quant::type_name(up.type));
-  float* act = scratch(static_cast<size_t>(n_sel * n_ff));
+  g.groups = slots;
+  g.max_rows = rows;  // an expert appears at most once among a row's k; the shared slot has every row
+  float* act = scratch(static_cast<size_t>(n_grouped * n_ff));
   {
     OpProfiler::Scope prof(profiler_, fmt::format("moe gate+up {} r{}", quant::type_name(gate.type), rows), 0);
-    matmul_grouped(gate, &up, a, g, act, stream_);
+    matmul_grouped(gate, &up, a, g, act, stream_, shared_grouped ? gate_sh : nullptr, shared_grouped ? up_sh : nullptr);
   }
-  const F16Act a2 = activation(act, n_sel, n_ff);
-  float* y = scratch(static_cast<size_t>(n_sel * hidden));
+  const F16Act a2 = activation(act, n_grouped, n_ff);
+  float* y = scratch(static_cast<size_t>(n_grouped * hidden));
   g.act_row = nullptr;  // the grouped rows are in order now
   {
     OpProfiler::Scope prof(profiler_, fmt::format("moe down {} r{}", quant::type_name(down.type), rows), 0);
-    matmul_grouped(down, nullptr, a2, g, y, stream_);
+    matmul_grouped(down, nullptr, a2, g, y, stream_, shared_grouped ? down_sh : nullptr);
   }
   float* shared = nullptr;
-  float* gate_logit = nullptr;
-  if (m.gate_shexp.valid()) {
+  if (shared_grouped) {
+    shared = y + n_sel * hidden;
+  } else if (m.gate_shexp.valid()) {
     float* sh = scratch(static_cast<size_t>(rows * m.gate_shexp.n_out));
     swiglu(m.gate_shexp, m.up_shexp, x, sh, rows);
     shared = scratch(static_cast<size_t>(rows * hidden));
     matmul(m.down_shexp, sh, shared, rows, 0, false);
-    if (m.shexp_gate.valid()) {
-      gate_logit = scratch(static_cast<size_t>(rows));
-      matmul(m.shexp_gate, x, gate_logit, rows, 0, false);
-    }
+  }
+  if (m.gate_shexp.valid() && m.shexp_gate.valid() && !gate_with_router) {
+    gate_logit = scratch(static_cast<size_t>(rows));
+    matmul(m.shexp_gate, x, gate_logit, rows, 0, false);
   }
   OpProfiler::Scope prof(profiler_, "moe combine", 0);
   moe_combine(y, r, k, shared, gate_logit, out, rows, hidden, stream_);

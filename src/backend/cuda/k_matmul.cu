@@ -59,20 +59,48 @@ constexpr bool kEmulated = true;
 constexpr bool kEmulated = false;
 #endif
 
+// The launch's blocks for a shape: n-tile tiles along grid x, row tiles times segments along y.
+int64_t launch_blocks(const Config& c, int64_t rows, int64_t groups, int segs, bool swiglu) {
+  const int64_t mt_rows = swiglu ? 1 : c.mt;  // SwiGLU: one row group of gate and the same of up
+  const int64_t per_tile = int64_t{c.warps} * mt_rows;
+  const int64_t seq_tiles = (rows + 8 * c.nt - 1) / (8 * c.nt);
+  return seq_tiles * ((groups + per_tile - 1) / per_tile) * segs;
+}
+
 Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
-  Config c;
-  // One m-tile per warp for the small batches (more warps: measured faster at B = 1-16 than two
-  // m-tiles per warp, 2026-12-01); SwiGLU: one row group of gate and the same of up.
-  if (rows <= 8) c = {1, 1, 4};
-  else if (rows <= 16 && !kEmulated) c = {1, 2, 4};
-  else if (rows <= 32 && !kEmulated) c = {2, 4, 8};
-  else c = {2, 8, 8};
-  if (swiglu) c.mt = 2;
-  const int mt_rows = swiglu ? c.mt / 2 : c.mt;
-  if (c.nt <= 2) {
-    auto blocks = [&](int w) { return (groups + int64_t{w} * mt_rows - 1) / (int64_t{w} * mt_rows) * segs; };
-    while (c.warps > 1 && blocks(c.warps) < sm_count()) c.warps /= 2;
+  // Shapes from the widest. One m-tile per warp for the small batches (more warps: measured
+  // faster at B = 1-16 than two m-tiles per warp, 2026-12-01).
+  static constexpr Config kShapes[] = {{2, 8, 8}, {2, 4, 8}, {1, 2, 4}, {1, 2, 2}, {1, 2, 1},
+                                       {1, 1, 4}, {1, 1, 2}, {1, 1, 1}};
+  constexpr int kShapeCount = sizeof(kShapes) / sizeof(kShapes[0]);
+  // Up to 16 rows the row count's n-tiles, with fewer warps a block while the launch leaves an SM
+  // without one (H200, 9B Q4_0, 2026-12-02: at least one block per SM instead of four, with 2
+  // stages, gave tg128 B = 1 304 -> 329 tok/s, B = 16 3,007 -> 3,382).
+  // From 17 rows, narrower shapes too (fewer warps, then fewer n-tiles: each block decodes its
+  // weights for fewer rows) while the launch has under two blocks an SM: a matrix of few row
+  // groups under the 8-n-tile shape ran on 32-100 blocks (9B at B = 64: ssm_out 66.8 us, 141 GB/s;
+  // the MoE router of 35B-A3B 88 us for 2 MB). H200, 2026-12-02, tg64 @ d512, blocks wanted
+  // 0 / 1 / 2 / 4 / 8 per SM: 9B B = 32 3,888 / 4,530 / 4,705 / 4,618 / 4,000 tok/s, B = 64
+  // 4,368 / 4,901 / 5,471 / 5,300 / 5,152, pp512 6,861 / - / 6,820 / 6,856 / 6,479; B = 16 with
+  // one per SM 3,775, with two 3,646 (-4%), so up to 16 rows the shape keeps its n-tiles.
+  int first, last;
+  int64_t want;
+  if (rows <= 8) {
+    first = 5, last = 7, want = sm_count();
+  } else if (rows <= 16 && !kEmulated) {
+    first = 2, last = 4, want = sm_count();
+  } else {
+    first = rows <= 32 ? 1 : 0, last = kShapeCount - 1, want = 2 * int64_t{sm_count()};
   }
+  int pick = first;
+  for (int i = first; i <= last; ++i) {
+    // The CPU emulation (tests/cudasim) builds only the 1- and 8-n-tile shapes.
+    if (kEmulated && kShapes[i].nt != 1 && kShapes[i].nt != 8) continue;
+    pick = i;
+    if (launch_blocks(kShapes[i], rows, groups, segs, swiglu) >= want) break;
+  }
+  Config c = kShapes[pick];
+  if (swiglu) c.mt = 2;
   return c;
 }
 
@@ -96,7 +124,10 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
   args.segs = k_segments(args.n_kt);
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
   Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0);
-  args.rows_cap = static_cast<int>(std::min<int64_t>(8 * c.nt, shape_rows));
+  // A block stages every row its n-tiles cover: a grouped launch's group may hold more rows than
+  // the shape was chosen for (the emulation's 8-n-tile shape for a 16-row choice read past the
+  // staged rows).
+  args.rows_cap = static_cast<int>(std::min<int64_t>(8 * c.nt, args.rows));
   // The wide float types need fewer warps per CTA for their stages to fit in shared memory.
   constexpr int kSmemBudget = 227 << 10;  // the sm_90 per-block limit
   auto smem = [&](int warps) {
@@ -179,8 +210,13 @@ void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, 
 }
 
 void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, const GroupedRows& g, float* out,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, const DevWeight* shared, const DevWeight* shared_up) {
   MEMRA_ASSERT(!up || (up->type == w.type && up->n_in == w.n_in && up->n_out == w.n_out && up->n_mat == w.n_mat));
+  auto same_geometry = [&](const DevWeight* s) {
+    return s->type == w.type && s->n_in == w.n_in && s->n_out == w.n_out && s->group_stride == w.group_stride;
+  };
+  MEMRA_ASSERT(!shared || (same_geometry(shared) && (!up) == (!shared_up) && (!shared_up || same_geometry(shared_up))),
+               "matmul_grouped: the shared matrices must have the experts' type and shape");
   MEMRA_ASSERT(g.groups >= 1 && g.max_rows >= 1 && g.grp_off && g.grp_expert);
   Args a = base_args(w, x);
   a.rows = g.max_rows;  // a group has at most this many rows: grid x covers them
@@ -196,6 +232,8 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
   a.grp_expert = g.grp_expert;
   a.act_row = g.act_row;
   a.mat_stride = w.mat_stride;
+  a.shared_w = shared ? shared->data : nullptr;
+  a.shared_up = shared_up ? shared_up->data : nullptr;
   a.groups = g.groups;
   // The warps choice counts every group's rows as if all groups were full.
   const int64_t groups[1] = {w.n_rg};

@@ -12,146 +12,179 @@ namespace memra::cuda {
 namespace {
 
 constexpr int kRouteThreads = 256;
-
-// A double sum over the block in a fixed tree (per-thread values, then warp butterflies, then
-// the warp totals in warp order). `shared`: 32 doubles.
-__device__ __forceinline__ double block_sum_f64(double v, double* shared) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  double t = lane < n_warps ? shared[lane] : 0.0;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) t = __dadd_rn(t, __shfl_xor_sync(0xffffffffu, t, o));
-  return t;
+// A routing warp's scratch: n_expert doubles and n_expert flags; rows per block as that allows
+// in this much shared memory (8 for 256 experts, 1 for 4096).
+constexpr int kRouteScratchBudget = 48 << 10;
+int route_warps(int n_expert) {
+  return std::clamp(kRouteScratchBudget / (n_expert * 9), 1, kRouteThreads / kWarp);
 }
 
-// The block's largest p among experts not yet taken; ties go to the lowest id. Returns the id.
-__device__ __forceinline__ int block_argmax(const double* p, const unsigned char* taken, int n, double* sv, int* si) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
-  double best = -1.0;
-  int id = n;
-  for (int e = threadIdx.x; e < n; e += blockDim.x)
-    if (!taken[e] && (p[e] > best || (p[e] == best && e < id))) {
-      best = p[e];
-      id = e;
-    }
-  // Every lane ends with the warp's best (ties: lowest id).
-  auto warp_best = [&] {
+// Blocks of the routing launch that have finished; the last one groups and sets it back to 0.
+// (One stream runs the launches one after another.)
+__device__ unsigned g_route_blocks_done = 0;
+
+// Every lane ends with the warp's largest (best, id), ties to the lowest id.
+__device__ __forceinline__ void warp_best(double& best, int& id) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const double ob = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, id, o);
-      if (ob > best || (ob == best && oi < id)) {
-        best = ob;
-        id = oi;
-      }
+  for (int o = 16; o > 0; o >>= 1) {
+    const double ob = __shfl_xor_sync(0xffffffffu, best, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, id, o);
+    if (ob > best || (ob == best && oi < id)) {
+      best = ob;
+      id = oi;
     }
-  };
-  warp_best();
-  __syncthreads();
-  if (lane == 0) {
-    sv[warp] = best;
-    si[warp] = id;
   }
-  __syncthreads();
-  best = lane < n_warps ? sv[lane] : -1.0;
-  id = lane < n_warps ? si[lane] : n;
-  warp_best();
-  return id;
 }
 
-// One block per row: softmax in double over all experts, top-k, weights in rank order.
+// Inclusive sum over the warp's lanes in lane order (integers: exact).
+__device__ __forceinline__ int warp_inclusive_scan(int v) {
+  const int lane = threadIdx.x % kWarp;
+#pragma unroll
+  for (int o = 1; o < kWarp; o <<= 1) {
+    const int u = __shfl_sync(0xffffffffu, v, lane - o);
+    if (lane >= o) v += u;
+  }
+  return v;
+}
+
+// One warp per row: softmax in double over all experts, the top k, the weights in rank order.
+// Then the last block to finish groups every row's selections by expert (increasing id; within
+// an expert, in selection order), writing the group tables and each selection's grouped row.
+// A row's routing reads its own logits only; the grouping is a function of all selections.
 __global__ void __launch_bounds__(kRouteThreads)
-    route_kernel(const float* __restrict__ logits, int n_expert, int k, int norm_topk, int32_t* __restrict__ sel,
-                 float* __restrict__ weight) {
+    route_group_kernel(const float* __restrict__ logits, int64_t rows, int n_expert, int k, int norm_topk,
+                       int row_warps, int stage_sel, MoeRouting r) {
   pdl_enter();
-  MEMRA_DYNAMIC_SMEM(double, p, 16);  // n_expert doubles, then n_expert flags
-  unsigned char* taken = reinterpret_cast<unsigned char*>(p + n_expert);
-  __shared__ double sv[32];
-  __shared__ int si[32];
-  const int64_t r = blockIdx.x;
-  const float* l = logits + r * n_expert;
-  float mx = -INFINITY;
-  for (int e = threadIdx.x; e < n_expert; e += blockDim.x) mx = fmaxf(mx, l[e]);
-  mx = warp_max(mx);
-  __syncthreads();
-  if (threadIdx.x % kWarp == 0) sv[threadIdx.x / kWarp] = mx;
-  __syncthreads();
-  mx = warp_max(static_cast<int>(threadIdx.x % kWarp) < static_cast<int>(blockDim.x / kWarp)
-                    ? static_cast<float>(sv[threadIdx.x % kWarp])
-                    : -INFINITY);
-  double part = 0.0;
-  for (int e = threadIdx.x; e < n_expert; e += blockDim.x) {
-    p[e] = exp(static_cast<double>(l[e]) - static_cast<double>(mx));
-    taken[e] = 0;
-    part = __dadd_rn(part, p[e]);
-  }
-  const double sum = block_sum_f64(part, sv);
-  for (int e = threadIdx.x; e < n_expert; e += blockDim.x) p[e] = p[e] / sum;
-  __syncthreads();
-  __shared__ double chosen_p[64];
-  __shared__ int chosen[64];
-  for (int i = 0; i < k; ++i) {
-    const int id = block_argmax(p, taken, n_expert, sv, si);
-    if (threadIdx.x == 0) {
-      chosen[i] = id;
-      chosen_p[i] = p[id];
-      taken[id] = 1;
+  MEMRA_DYNAMIC_SMEM(double, scratch, 16);  // [row_warps][n_expert] doubles, then as many flags
+  const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * row_warps + warp;
+  if (warp < row_warps && row < rows) {
+    double* p = scratch + static_cast<int64_t>(warp) * n_expert;
+    unsigned char* taken = reinterpret_cast<unsigned char*>(scratch + static_cast<int64_t>(row_warps) * n_expert) +
+                           static_cast<int64_t>(warp) * n_expert;
+    const float* l = logits + row * n_expert;
+    float mx = -INFINITY;
+    for (int e = lane; e < n_expert; e += kWarp) mx = fmaxf(mx, l[e]);
+    mx = warp_max(mx);
+    double sum = 0.0;
+    for (int e = lane; e < n_expert; e += kWarp) {
+      const double v = exp(static_cast<double>(l[e]) - static_cast<double>(mx));
+      p[e] = v;
+      taken[e] = 0;
+      sum = __dadd_rn(sum, v);
     }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    double top = 0.0;
-    for (int i = 0; i < k; ++i) top = __dadd_rn(top, chosen_p[i]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+    // Lane l owns experts l, l + 32, ...: only it reads or writes their p and flags.
+    for (int e = lane; e < n_expert; e += kWarp) {
+      const double v = p[e] / sum;
+      p[e] = v >= 0.0 ? v : 0.0;  // NaN logits select like zeros: every id stays in range
+    }
+    double top = 0.0, p_lo = 0.0, p_hi = 0.0;
+    int id_lo = 0, id_hi = 0;  // selection `lane` and `lane + 32`
     for (int i = 0; i < k; ++i) {
-      sel[r * k + i] = chosen[i];
-      weight[r * k + i] = static_cast<float>(norm_topk ? chosen_p[i] / top : chosen_p[i]);
-    }
-  }
-}
-
-// One block: the rows x k selections grouped by expert (increasing id; within an expert, in
-// selection order), the group tables and each selection's grouped row. Deterministic.
-__global__ void __launch_bounds__(1024)
-    group_kernel(const int32_t* __restrict__ sel, int64_t n_sel, int k, int n_expert, int groups,
-                 int32_t* __restrict__ pos, int32_t* __restrict__ grp_off, int32_t* __restrict__ grp_expert,
-                 int32_t* __restrict__ act_row) {
-  pdl_enter();
-  MEMRA_DYNAMIC_SMEM(int32_t, count, 16);  // n_expert counts, then n_expert offsets
-  int32_t* off = count + n_expert;
-  for (int e = threadIdx.x; e < n_expert; e += blockDim.x) count[e] = 0;
-  __syncthreads();
-  for (int64_t f = threadIdx.x; f < n_sel; f += blockDim.x) atomicAdd(&count[sel[f]], 1);  // exact
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int32_t at = 0, z = 0;
-    for (int e = 0; e < n_expert; ++e) {
-      off[e] = at;
-      if (count[e] > 0) {
-        grp_expert[z] = e;
-        grp_off[z] = at;
-        ++z;
+      double best = -1.0;
+      int id = n_expert;
+      for (int e = lane; e < n_expert; e += kWarp)  // increasing e: the lowest id of equals stays
+        if (!taken[e] && p[e] > best) {
+          best = p[e];
+          id = e;
+        }
+      warp_best(best, id);
+      if (id % kWarp == lane) taken[id] = 1;
+      top = __dadd_rn(top, best);  // rank order, the same in every lane
+      if (i == lane) {
+        id_lo = id;
+        p_lo = best;
       }
-      at += count[e];
+      if (i == lane + kWarp) {
+        id_hi = id;
+        p_hi = best;
+      }
     }
-    for (; z <= groups; ++z) {
-      grp_off[z] = at;
-      if (z < groups) grp_expert[z] = 0;
+    if (lane < k) {
+      r.sel[row * k + lane] = id_lo;
+      r.weight[row * k + lane] = static_cast<float>(norm_topk ? p_lo / top : p_lo);
+    }
+    if (lane + kWarp < k) {
+      r.sel[row * k + lane + kWarp] = id_hi;
+      r.weight[row * k + lane + kWarp] = static_cast<float>(norm_topk ? p_hi / top : p_hi);
     }
   }
+
+  __shared__ int s_last;
+  __threadfence();
   __syncthreads();
-  // Expert e's selections in flat order (thread per expert: no atomics decide positions).
-  for (int e = threadIdx.x; e < n_expert; e += blockDim.x) {
-    if (count[e] == 0) continue;
-    int32_t at = off[e];
-    for (int64_t f = 0; f < n_sel; ++f)
-      if (sel[f] == e) {
-        pos[f] = at;
-        act_row[at] = static_cast<int32_t>(f / k);
-        ++at;
+  if (threadIdx.x == 0) s_last = atomicAdd(&g_route_blocks_done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  if (threadIdx.x == 0) g_route_blocks_done = 0;
+
+  // Grouping. The scratch now holds n_expert counts, n_expert offsets, then (stage_sel) the
+  // selections.
+  const int64_t n_sel = rows * k;
+  int32_t* count = reinterpret_cast<int32_t*>(scratch);
+  int32_t* off = count + n_expert;
+  int32_t* sel = off + n_expert;
+  const int tid = static_cast<int>(threadIdx.x), n_threads = static_cast<int>(blockDim.x);
+  for (int e = tid; e < n_expert; e += n_threads) count[e] = 0;
+  if (stage_sel)
+    for (int64_t f = tid; f < n_sel; f += n_threads) sel[f] = __ldcg(r.sel + f);
+  __syncthreads();
+  for (int64_t f = tid; f < n_sel; f += n_threads) atomicAdd(&count[stage_sel ? sel[f] : __ldcg(r.sel + f)], 1);
+  __syncthreads();
+  // Exclusive scans over experts of the counts and of the used flags: thread t owns a run of
+  // experts; run totals scanned over the warp, then over the warps.
+  __shared__ int s_warp_rows[kRouteThreads / kWarp], s_warp_used[kRouteThreads / kWarp];
+  const int per = (n_expert + n_threads - 1) / n_threads;
+  const int e0 = min(tid * per, n_expert), e1 = min(e0 + per, n_expert);
+  int run_rows = 0, run_used = 0;
+  for (int e = e0; e < e1; ++e) {
+    run_rows += count[e];
+    run_used += count[e] > 0 ? 1 : 0;
+  }
+  const int inc_rows = warp_inclusive_scan(run_rows), inc_used = warp_inclusive_scan(run_used);
+  if (lane == kWarp - 1) {
+    s_warp_rows[warp] = inc_rows;
+    s_warp_used[warp] = inc_used;
+  }
+  __syncthreads();
+  int at = inc_rows - run_rows, z = inc_used - run_used;
+  for (int w = 0; w < warp; ++w) {
+    at += s_warp_rows[w];
+    z += s_warp_used[w];
+  }
+  for (int e = e0; e < e1; ++e) {
+    off[e] = at;
+    if (count[e] > 0) {
+      r.grp_expert[z] = e;
+      r.grp_off[z] = at;
+      ++z;
+    }
+    at += count[e];
+  }
+  if (tid == n_threads - 1) {  // the slots past the used ones: empty ranges at the end
+    for (; z <= r.groups; ++z) {
+      r.grp_off[z] = static_cast<int32_t>(n_sel);
+      if (z < r.groups) r.grp_expert[z] = 0;
+    }
+    if (r.shared_rows > 0) {  // then the shared expert's slot over every row
+      r.grp_expert[r.groups] = -1;
+      r.grp_off[r.groups + 1] = static_cast<int32_t>(n_sel + r.shared_rows);
+    }
+  }
+  for (int64_t i = tid; i < r.shared_rows; i += n_threads) r.act_row[n_sel + i] = static_cast<int32_t>(i);
+  __syncthreads();
+  // Expert e's selections in flat order (one thread an expert: no atomics decide positions).
+  for (int e = tid; e < n_expert; e += n_threads) {
+    int32_t slot = off[e];
+    const int32_t end = slot + count[e];
+    for (int64_t f = 0; f < n_sel && slot < end; ++f)
+      if ((stage_sel ? sel[f] : __ldcg(r.sel + f)) == e) {
+        r.pos[f] = slot;
+        r.act_row[slot] = static_cast<int32_t>(f / k);
+        ++slot;
       }
   }
 }
@@ -178,20 +211,24 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
                cudaStream_t stream) {
   MEMRA_ASSERT(n_expert >= 1 && k >= 1 && k <= kMaxExpertsUsed && k <= n_expert && n_expert <= kMaxExperts);
   MEMRA_ASSERT(r.groups == static_cast<int>(std::min<int64_t>(rows * k, n_expert)));
+  MEMRA_ASSERT(r.shared_rows == 0 || r.shared_rows == rows);
+  static_assert(kMaxExpertsUsed <= 2 * kWarp, "a routing lane holds two selections");
   if (rows == 0) return;
-  const size_t route_smem = static_cast<size_t>(n_expert) * (sizeof(double) + 1);
-  static size_t route_configured = 0;
-  if (route_smem > route_configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(route_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(route_smem)));
-    route_configured = route_smem;
+  const int row_warps = route_warps(n_expert);
+  const size_t route_smem = static_cast<size_t>(row_warps) * n_expert * (sizeof(double) + 1);
+  // The grouping reuses that scratch: counts and offsets, then the selections when they fit.
+  const size_t group_smem = static_cast<size_t>(n_expert) * 2 * sizeof(int32_t);
+  const size_t sel_smem = static_cast<size_t>(rows) * k * sizeof(int32_t);
+  const bool stage_sel = group_smem + sel_smem <= std::max<size_t>(route_smem, 96 << 10);
+  const size_t smem = std::max(route_smem, group_smem + (stage_sel ? sel_smem : 0));
+  static size_t configured = 48 << 10;
+  if (smem > configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(route_group_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)));
+    configured = smem;
   }
-  launch(route_kernel, static_cast<unsigned>(rows), kRouteThreads, route_smem, stream, logits, n_expert, k,
-         norm_topk ? 1 : 0, r.sel, r.weight);
-  CUDA_LAUNCH_CHECK();
-  launch(group_kernel, 1u, 1024u, static_cast<size_t>(n_expert) * 2 * sizeof(int32_t), stream,
-         static_cast<const int32_t*>(r.sel), rows * k, k, n_expert, r.groups, r.pos, r.grp_off, r.grp_expert,
-         r.act_row);
+  launch(route_group_kernel, div_up(rows, row_warps), kRouteThreads, smem, stream, logits, rows, n_expert, k,
+         norm_topk ? 1 : 0, row_warps, stage_sel ? 1 : 0, r);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -52,8 +52,9 @@ void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t st
 // act[r, j] = silu(x . gate[j]) * (x . up[j]), the bits of two matmul() calls and silu_mul.
 void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, float* act, cudaStream_t stream);
 // Rows of a grouped (mixture-of-experts) launch, device tables written by moe_route: group slot
-// z uses matrix grp_expert[z] and the grouped rows grp_off[z] .. grp_off[z + 1] (empty past the
-// used slots); grouped row i reads F16Act row act_row[i] (null: row i) and writes output row i.
+// z uses matrix grp_expert[z] (-1: the launch's `shared` matrix, the shared expert) and the grouped
+// rows grp_off[z] .. grp_off[z + 1] (empty past the used slots); grouped row i reads F16Act row
+// act_row[i] (null: row i) and writes output row i.
 struct GroupedRows {
   const int32_t* grp_off = nullptr;     // groups + 1
   const int32_t* grp_expert = nullptr;  // groups
@@ -63,8 +64,9 @@ struct GroupedRows {
 };
 // out[i, j] = x[act_row[i], :] . W[grp_expert[z]][j, :] for each grouped row i of slot z; with
 // `up`, out[i, j] = silu(that) * (x . up[grp_expert[z]][j, :]). The bits of matmul() on that row.
+// `shared` / `shared_up`: the matrices of slot -1 (w's type and geometry), or null.
 void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, const GroupedRows& g, float* out,
-                    cudaStream_t stream);
+                    cudaStream_t stream, const DevWeight* shared = nullptr, const DevWeight* shared_up = nullptr);
 // MEMRA_CUDA_PDL: programmatic dependent launch for every kernel launched through launch.cuh.
 void set_pdl_enabled(bool on);
 
@@ -78,8 +80,11 @@ struct MoeRouting {
   int32_t* pos = nullptr;       // rows * k
   int32_t* grp_off = nullptr;   // groups + 1
   int32_t* grp_expert = nullptr;  // groups
-  int32_t* act_row = nullptr;   // rows * k
+  int32_t* act_row = nullptr;   // rows * k (+ shared_rows)
   int groups = 0;
+  // > 0 (= rows): one more slot, `groups`, for the shared expert (grp_expert -1) over grouped rows
+  // rows * k .. rows * k + rows, row i reading row i (grp_off and grp_expert one entry longer).
+  int64_t shared_rows = 0;
 };
 // Per row: softmax over the router logits in float64, the top k (ties: the lowest expert id),
 // weights renormalised to sum 1 when norm_topk; then the selections grouped by expert.

@@ -58,6 +58,8 @@ struct Args {
   const int32_t* grp_expert;
   const int32_t* act_row;
   size_t mat_stride;
+  const uint8_t* shared_w;   // grp_expert -1: the shared expert's matrices
+  const uint8_t* shared_up;
   int groups;  // grid z: group slots (1 without groups)
 };
 
@@ -108,9 +110,15 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     row0 = a.grp_off[z];
     rows = a.grp_off[z + 1] - row0;
     if (rows <= n8_0 * 8) return;  // the whole cluster (same x and z) leaves together
-    const size_t off = a.mat_stride * static_cast<size_t>(a.grp_expert[z]);
-    wbase += off;
-    if (SW) ubase += off;
+    const int expert = a.grp_expert[z];
+    if (expert < 0) {
+      wbase = a.shared_w;
+      if (SW) ubase = a.shared_up;
+    } else {
+      const size_t off = a.mat_stride * static_cast<size_t>(expert);
+      wbase += off;
+      if (SW) ubase += off;
+    }
   }
   const uint8_t* wtile[MT];  // k-tile 0 of each m-tile's row group (nullptr: past the matrix)
 #pragma unroll
