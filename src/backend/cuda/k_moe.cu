@@ -15,6 +15,8 @@ constexpr int kRouteThreads = 256;
 // A routing warp's scratch: n_expert doubles and n_expert flags; rows per block as that allows
 // in this much shared memory (8 for 256 experts, 1 for 4096).
 constexpr int kRouteScratchBudget = 48 << 10;
+// Selections the grouping stages in shared memory at a time (after 2 n_expert ints).
+constexpr int kGroupChunk = 2048;
 int route_warps(int n_expert) {
   return std::clamp(kRouteScratchBudget / (n_expert * 9), 1, kRouteThreads / kWarp);
 }
@@ -53,7 +55,7 @@ __device__ __forceinline__ int warp_inclusive_scan(int v) {
 // A row's routing reads its own logits only; the grouping is a function of all selections.
 __global__ void __launch_bounds__(kRouteThreads)
     route_group_kernel(const float* __restrict__ logits, int64_t rows, int n_expert, int k, int norm_topk,
-                       int row_warps, int stage_sel, MoeRouting r) {
+                       int row_warps, MoeRouting r) {
   pdl_enter();
   MEMRA_DYNAMIC_SMEM(double, scratch, 16);  // [row_warps][n_expert] doubles, then as many flags
   const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
@@ -121,18 +123,16 @@ __global__ void __launch_bounds__(kRouteThreads)
   __threadfence();
   if (threadIdx.x == 0) g_route_blocks_done = 0;
 
-  // Grouping. The scratch now holds n_expert counts, n_expert offsets, then (stage_sel) the
-  // selections.
+  // Grouping. The scratch now holds n_expert counts, n_expert offsets, then a chunk of the
+  // selections (kGroupChunk).
   const int64_t n_sel = rows * k;
   int32_t* count = reinterpret_cast<int32_t*>(scratch);
   int32_t* off = count + n_expert;
   int32_t* sel = off + n_expert;
   const int tid = static_cast<int>(threadIdx.x), n_threads = static_cast<int>(blockDim.x);
   for (int e = tid; e < n_expert; e += n_threads) count[e] = 0;
-  if (stage_sel)
-    for (int64_t f = tid; f < n_sel; f += n_threads) sel[f] = __ldcg(r.sel + f);
   __syncthreads();
-  for (int64_t f = tid; f < n_sel; f += n_threads) atomicAdd(&count[stage_sel ? sel[f] : __ldcg(r.sel + f)], 1);
+  for (int64_t f = tid; f < n_sel; f += n_threads) atomicAdd(&count[__ldcg(r.sel + f)], 1);  // exact
   __syncthreads();
   // Exclusive scans over experts of the counts and of the used flags: thread t owns a run of
   // experts; run totals scanned over the warp, then over the warps.
@@ -175,17 +175,26 @@ __global__ void __launch_bounds__(kRouteThreads)
     }
   }
   for (int64_t i = tid; i < r.shared_rows; i += n_threads) r.act_row[n_sel + i] = static_cast<int32_t>(i);
-  __syncthreads();
-  // Expert e's selections in flat order (one thread an expert: no atomics decide positions).
-  for (int e = tid; e < n_expert; e += n_threads) {
-    int32_t slot = off[e];
-    const int32_t end = slot + count[e];
-    for (int64_t f = 0; f < n_sel && slot < end; ++f)
-      if ((stage_sel ? sel[f] : __ldcg(r.sel + f)) == e) {
-        r.pos[f] = slot;
-        r.act_row[slot] = static_cast<int32_t>(f / k);
-        ++slot;
+  // Positions: warp 0 walks the rows in order, lane i taking a row's selection i; a row's experts
+  // are distinct, so its lanes advance distinct offsets. Chunks of rows staged in shared memory.
+  const int64_t chunk_rows = max(1, kGroupChunk / k);
+  for (int64_t row0 = 0; row0 < rows; row0 += chunk_rows) {
+    const int64_t n_rows = min(chunk_rows, rows - row0);
+    __syncthreads();  // the offsets above, or the previous chunk consumed
+    for (int64_t f = tid; f < n_rows * k; f += n_threads) sel[f] = __ldcg(r.sel + row0 * k + f);
+    __syncthreads();
+    if (warp == 0) {
+      for (int64_t rr = 0; rr < n_rows; ++rr) {
+        for (int i = lane; i < k; i += kWarp) {
+          const int e = sel[rr * k + i];
+          const int32_t slot = off[e];
+          off[e] = slot + 1;
+          r.pos[(row0 + rr) * k + i] = slot;
+          r.act_row[slot] = static_cast<int32_t>(row0 + rr);
+        }
+        __syncwarp();
       }
+    }
   }
 }
 
@@ -216,11 +225,9 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
   if (rows == 0) return;
   const int row_warps = route_warps(n_expert);
   const size_t route_smem = static_cast<size_t>(row_warps) * n_expert * (sizeof(double) + 1);
-  // The grouping reuses that scratch: counts and offsets, then the selections when they fit.
-  const size_t group_smem = static_cast<size_t>(n_expert) * 2 * sizeof(int32_t);
-  const size_t sel_smem = static_cast<size_t>(rows) * k * sizeof(int32_t);
-  const bool stage_sel = group_smem + sel_smem <= std::max<size_t>(route_smem, 96 << 10);
-  const size_t smem = std::max(route_smem, group_smem + (stage_sel ? sel_smem : 0));
+  // The grouping reuses that scratch: counts and offsets, then a chunk of selections.
+  const size_t group_smem = (static_cast<size_t>(n_expert) * 2 + kGroupChunk) * sizeof(int32_t);
+  const size_t smem = std::max(route_smem, group_smem);
   static size_t configured = 48 << 10;
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(route_group_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -228,7 +235,7 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
     configured = smem;
   }
   launch(route_group_kernel, div_up(rows, row_warps), kRouteThreads, smem, stream, logits, rows, n_expert, k,
-         norm_topk ? 1 : 0, row_warps, stage_sel ? 1 : 0, r);
+         norm_topk ? 1 : 0, row_warps, r);
   CUDA_LAUNCH_CHECK();
 }
 
