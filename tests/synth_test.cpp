@@ -643,3 +643,94 @@ TEST(SynthCli, WritesFileAndReportsErrors) {
 
 }  // namespace
 }  // namespace memra::synth
+
+namespace memra::synth {
+namespace {
+
+// A split model (llama.cpp's gguf-split layout): opening the first part lists every tensor of
+// every part, with the bytes and metadata of the same model written as one file.
+TEST(SynthWrite, SplitModelOpensAsTheWholeModel) {
+  TempDir tmp;
+  SynthOptions one = opts("qwen35moe", "tiny", "q4_0", 5, 0, tmp.file("m.gguf"));
+  SynthOptions split = one;
+  split.path = tmp.file("s.gguf");
+  split.parts = 3;
+  synth_model(one);
+  synth_model(split);
+  const std::vector<std::string> paths = part_paths(split.path, 3);
+  ASSERT_EQ(paths.size(), 3u);
+  EXPECT_EQ(paths[0], tmp.file("s-00001-of-00003.gguf"));
+  EXPECT_FALSE(fs::exists(split.path));
+  for (const std::string& p : paths) ASSERT_TRUE(fs::exists(p)) << p;
+
+  auto a = gguf::File::open(one.path), b = gguf::File::open(paths[0]);
+  EXPECT_EQ(a->part_count(), 1u);
+  EXPECT_EQ(b->part_count(), 3u);
+  ASSERT_EQ(a->tensors().size(), b->tensors().size());
+  std::set<uint32_t> parts_seen;
+  for (size_t i = 0; i < a->tensors().size(); ++i) {
+    const auto& ta = a->tensors()[i];
+    const auto& tb = b->tensors()[i];
+    EXPECT_EQ(ta.name, tb.name);
+    EXPECT_EQ(ta.type, tb.type);
+    ASSERT_EQ(ta.n_bytes, tb.n_bytes);
+    EXPECT_EQ(0, std::memcmp(a->tensor_data(ta), b->tensor_data(tb), ta.n_bytes)) << ta.name;
+    EXPECT_EQ(b->find_tensor(ta.name), &tb);
+    parts_seen.insert(tb.part);
+  }
+  EXPECT_EQ(parts_seen, (std::set<uint32_t>{0, 1, 2}));
+  // The model's metadata is in the first part, plus the split keys.
+  for (const auto& [key, value] : a->metadata()) EXPECT_TRUE(b->has(key)) << key;
+  EXPECT_EQ(b->get_u64("split.count"), 3u);
+  EXPECT_EQ(b->get_u64("split.no"), 0u);
+  EXPECT_EQ(b->get_u64("split.tensors.count"), a->tensors().size());
+
+  // A later part opened directly names the first; a missing part is named.
+  try {
+    gguf::File::open(paths[1]);
+    ADD_FAILURE() << "part 2 opened alone";
+  } catch (const gguf::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("part 2 of a model split into 3 files; open the first part (" + paths[0]),
+              std::string::npos)
+        << e.what();
+  }
+  fs::rename(paths[2], tmp.file("elsewhere.gguf"));
+  try {
+    gguf::File::open(paths[0]);
+    ADD_FAILURE() << "opened without part 3";
+  } catch (const gguf::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("part 3 (" + paths[2] + ") cannot be read"), std::string::npos) << e.what();
+  }
+  // A part that is not the one its name says.
+  fs::copy_file(paths[1], paths[2]);
+  try {
+    gguf::File::open(paths[0]);
+    ADD_FAILURE() << "opened with part 2 in place of part 3";
+  } catch (const gguf::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not part 3 of 3"), std::string::npos) << e.what();
+  }
+  // The first part under another name cannot find the others.
+  fs::copy_file(paths[0], tmp.file("renamed.gguf"));
+  try {
+    gguf::File::open(tmp.file("renamed.gguf"));
+    ADD_FAILURE() << "a renamed first part opened";
+  } catch (const gguf::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not end in '-00001-of-00003.gguf'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SynthWrite, PartsOptionIsChecked) {
+  TempDir tmp;
+  SynthOptions o = opts("qwen35", "tiny", "q8_0", 1, 0, tmp.file("x.bin"));
+  o.parts = 2;
+  EXPECT_THROW(synth_model(o), Error);  // the name must end in .gguf
+  o.path = tmp.file("x.gguf");
+  o.parts = 100000;
+  EXPECT_THROW(synth_model(o), Error);
+  o.parts = 0;
+  EXPECT_THROW(synth_model(o), Error);
+  EXPECT_TRUE(fs::is_empty(tmp.dir));
+}
+
+}  // namespace
+}  // namespace memra::synth

@@ -188,6 +188,8 @@ std::string mib(uint64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<d
 void print_text(const gguf::File& f, const Limits& lim) {
   fmt::print("file       {}\n", plain(f.path()));
   fmt::print("size       {} bytes ({})\n", f.file_size(), mib(f.file_size()));
+  if (f.part_count() > 1)  // tensor offsets are then within their part's data section
+    fmt::print("parts      {} (this is the first; each tensor's part is after its offset)\n", f.part_count());
   fmt::print("version    {}\n", f.version());
   fmt::print("alignment  {}\n", f.alignment());
   fmt::print("data at    byte {}\n", f.data_offset());
@@ -211,8 +213,9 @@ void print_text(const gguf::File& f, const Limits& lim) {
   uint64_t elements = 0, bytes = 0;
   std::map<std::string, size_t> by_type;
   for (const auto& t : f.tensors()) {
-    fmt::print("  {:<{}}  {:<8} {:<{}} {:>14} {:>14}\n", plain(t.name), name_width, quant::type_name(t.type), shape_text(t),
-               shape_width, t.n_bytes, t.offset);
+    fmt::print("  {:<{}}  {:<8} {:<{}} {:>14} {:>14}{}\n", plain(t.name), name_width, quant::type_name(t.type),
+               shape_text(t), shape_width, t.n_bytes, t.offset,
+               f.part_count() > 1 ? fmt::format("  part {}", t.part + 1) : std::string());
     elements += t.n_elements;
     bytes += t.n_bytes;
     ++by_type[quant::type_name(t.type)];
@@ -230,6 +233,7 @@ void print_json(const gguf::File& f, const Limits& lim) {
   j["version"] = f.version();
   j["alignment"] = f.alignment();
   j["data_offset"] = f.data_offset();
+  j["parts"] = f.part_count();
   Json meta = Json::object();
   for (const auto& [key, v] : f.metadata()) meta[key] = value_json(v, lim);
   j["metadata"] = std::move(meta);
@@ -243,7 +247,8 @@ void print_json(const gguf::File& f, const Limits& lim) {
                            {"shape", std::move(shape)},
                            {"n_elements", t.n_elements},
                            {"bytes", t.n_bytes},
-                           {"offset", t.offset}});
+                           {"offset", t.offset},
+                           {"part", t.part + 1}});
     elements += t.n_elements;
     bytes += t.n_bytes;
   }

@@ -47,14 +47,17 @@ void run(const synth::SynthOptions& opt) {
   double last_report = -1;
   InterruptScope interrupts;
   synth::synth_model(opt, [&](const synth::SynthProgress& p) {
-    if (g_interrupted) fail("interrupted; no file was written to '{}'", opt.path);
+    if (g_interrupted) fail("interrupted; no file was written to '{}'", synth::part_paths(opt.path, opt.parts)[0]);
     const double gb = static_cast<double>(p.data_bytes_written) / 1e9;
     const double total_gb = static_cast<double>(p.data_bytes_total) / 1e9;
     const double mbps = p.seconds > 0 ? static_cast<double>(p.data_bytes_written) / 1e6 / p.seconds : 0;
     if (p.done) {
       if (tty && last_report >= 0) std::fprintf(stderr, "\n");
+      const std::vector<std::string> paths = synth::part_paths(opt.path, opt.parts);
+      const std::string where =
+          paths.size() == 1 ? paths[0] : fmt::format("{} (+ {} more parts)", paths[0], paths.size() - 1);
       std::fprintf(stderr, "memra synth: wrote %s: %s %s %s, %zu tensors, %.2f GB of weights in %.1f s (%.0f MB/s)\n",
-                   opt.path.c_str(), opt.arch.c_str(), opt.shape.c_str(), opt.type.c_str(), p.n_tensors, total_gb,
+                   where.c_str(), opt.arch.c_str(), opt.shape.c_str(), opt.type.c_str(), p.n_tensors, total_gb,
                    p.seconds, mbps);
       return;
     }
@@ -79,6 +82,10 @@ const CommandRegistrar kRegistrar("synth", [](CLI::App& app) {
   cmd->add_option("-o,--output", opt->path, "Output GGUF file");
   cmd->add_option("--seed", opt->seed, "Random seed (same seed, same bytes)")->capture_default_str();
   cmd->add_option("--layers", opt->n_layers, "Write only the first N blocks (0 = all)")->capture_default_str();
+  cmd->add_option("--parts", opt->parts,
+                  "Split into N files of about equal size, FILE-0000i-of-0000N.gguf (llama.cpp's split layout; "
+                  "memra opens the first)")
+      ->capture_default_str();
   cmd->add_flag("--list", *list, "List the known architectures and shapes");
   cmd->callback([opt, list] {
     if (*list) {

@@ -49,6 +49,52 @@ struct FdCloser {
 }  // namespace
 
 std::unique_ptr<File> File::open(const std::string& path) {
+  std::unique_ptr<File> f = open_one(path);
+  f->open_parts();
+  return f;
+}
+
+void File::open_parts() {
+  const std::optional<uint64_t> count = get_u64_opt("split.count");
+  if (!count || *count <= 1) return;
+  const uint64_t no = get_u64_opt("split.no").value_or(0);
+  auto part_suffix = [&](uint64_t i) { return fmt::format("-{:05d}-of-{:05d}.gguf", i, *count); };
+  if (*count > 9999) fail_file(path_, fmt::format("split.count is {} (at most 9999 parts are supported)", *count));
+  const std::string first = part_suffix(1);
+  const bool named = path_.size() > first.size() && path_.compare(path_.size() - first.size(), first.size(),
+                                                                  part_suffix(no + 1)) == 0;
+  const std::string prefix = named ? path_.substr(0, path_.size() - first.size()) : std::string();
+  if (no != 0)
+    fail_file(path_, fmt::format("is part {} of a model split into {} files; open the first part{}", no + 1, *count,
+                                 named ? " (" + prefix + first + ")" : ""));
+  if (!named)
+    fail_file(path_, fmt::format("is the first of {} files of a split model, but its name does not end in '{}': the "
+                                 "other parts are found by that name (<prefix>{} ...)",
+                                 *count, first, first));
+  for (uint64_t i = 2; i <= *count; ++i) {
+    const std::string p = prefix + part_suffix(i);
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0)
+      fail_file(path_, fmt::format("is part 1 of {}, and part {} ({}) cannot be read: {}", *count, i, p,
+                                   std::strerror(errno)));
+    std::unique_ptr<File> part = open_one(p);
+    if (part->get_u64_opt("split.count") != count || part->get_u64_opt("split.no") != i - 1)
+      fail_file(p, fmt::format("is not part {} of {}: its split.no / split.count keys say otherwise", i, *count));
+    for (TensorInfo t : part->tensors_) {
+      if (tensor_index_.count(t.name))
+        fail_file(p, fmt::format("tensor '{}' is also in an earlier part", printable(t.name)));
+      t.part = static_cast<uint32_t>(i - 1);
+      tensor_index_.emplace(t.name, tensors_.size());
+      tensors_.push_back(std::move(t));
+    }
+    parts_.push_back(std::move(part));
+  }
+  if (const auto n = get_u64_opt("split.tensors.count"); n && *n != tensors_.size())
+    fail_file(path_, fmt::format("split.tensors.count is {}, but the {} parts hold {} tensors", *n, *count,
+                                 tensors_.size()));
+}
+
+std::unique_ptr<File> File::open_one(const std::string& path) {
   // O_NONBLOCK so that a FIFO or device node cannot block the open; it is refused below anyway.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail_file(path, fmt::format("cannot open: {}", std::strerror(errno)));

@@ -7,6 +7,11 @@
 // kv pairs (string key, u32 value type, value), tensor infos (string name, u32 n_dims,
 // u64 ne[n_dims], u32 ggml type, u64 offset relative to the data section), padding to
 // `general.alignment` (default 32), data section.
+//
+// Split models (llama.cpp's gguf-split layout): files `<prefix>-00001-of-0000N.gguf` ..
+// `-0000N-of-0000N.gguf`, each a whole GGUF with `split.no` (0-based), `split.count` and
+// `split.tensors.count`; the first also holds the model's metadata. Opening the first opens and
+// validates every part and lists all their tensors as one table.
 #pragma once
 
 #include <cstddef>
@@ -60,11 +65,13 @@ struct TensorInfo {
   uint64_t offset = 0;           // relative to the data section, multiple of the alignment
   uint64_t n_elements = 0;
   uint64_t n_bytes = 0;
+  uint32_t part = 0;  // the file of a split model that holds the data (0: the one opened)
 };
 
 class File {
  public:
-  // Opens and validates `path` (mmap, read-only). Throws FormatError.
+  // Opens and validates `path` (mmap, read-only), and the other parts of a split model. Throws
+  // FormatError.
   static std::unique_ptr<File> open(const std::string& path);
   // Validates an in-memory image (not copied; must outlive the File). `name` is used in errors.
   static std::unique_ptr<File> from_memory(const uint8_t* data, size_t size, std::string name);
@@ -101,7 +108,11 @@ class File {
   // ---- tensors ----
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
-  const uint8_t* tensor_data(const TensorInfo& t) const { return data_ + t.offset; }
+  const uint8_t* tensor_data(const TensorInfo& t) const {
+    return (t.part == 0 ? data_ : parts_[t.part - 1]->data_) + t.offset;
+  }
+  // Files of the model: 1, or split.count of a split model.
+  size_t part_count() const { return parts_.size() + 1; }
   const uint8_t* data_section() const { return data_; }
   // Byte offset of the data section in the file (the file size for a file without tensors
   // that omits the final padding).
@@ -109,7 +120,9 @@ class File {
 
  private:
   File() = default;
+  static std::unique_ptr<File> open_one(const std::string& path);
   void parse();
+  void open_parts();
 
   std::string path_;
   const uint8_t* base_ = nullptr;
@@ -122,6 +135,7 @@ class File {
   std::unordered_map<std::string, size_t> kv_index_;
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> tensor_index_;
+  std::vector<std::unique_ptr<File>> parts_;  // parts 2.. of a split model
 };
 
 }  // namespace memra::gguf

@@ -63,6 +63,7 @@ void Writer::add_kv(const std::string& key, ValueType type, const void* value, s
 }
 
 void Writer::add_u8(const std::string& key, uint8_t v) { add_kv(key, ValueType::U8, &v, sizeof v); }
+void Writer::add_u16(const std::string& key, uint16_t v) { add_kv(key, ValueType::U16, &v, sizeof v); }
 void Writer::add_u32(const std::string& key, uint32_t v) { add_kv(key, ValueType::U32, &v, sizeof v); }
 void Writer::add_i32(const std::string& key, int32_t v) { add_kv(key, ValueType::I32, &v, sizeof v); }
 void Writer::add_u64(const std::string& key, uint64_t v) { add_kv(key, ValueType::U64, &v, sizeof v); }

@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "common/error.h"
 #include "gguf/writer.h"
@@ -55,6 +58,18 @@ void check_output_path(const std::string& path, const std::string& partial) {
 
 }  // namespace
 
+std::vector<std::string> part_paths(const std::string& path, int parts) {
+  if (parts <= 1) return {path};
+  const std::string ext = ".gguf";
+  if (path.size() <= ext.size() || path.compare(path.size() - ext.size(), ext.size(), ext) != 0)
+    fail("--parts {}: the output name must end in .gguf (the parts are named <stem>-00001-of-{:05d}.gguf ...)", parts,
+         parts);
+  std::vector<std::string> out;
+  for (int i = 1; i <= parts; ++i)
+    out.push_back(fmt::format("{}-{:05d}-of-{:05d}.gguf", path.substr(0, path.size() - ext.size()), i, parts));
+  return out;
+}
+
 void synth_model(const SynthOptions& options, const ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -63,19 +78,49 @@ void synth_model(const SynthOptions& options, const ProgressFn& progress) {
   for (const PlannedTensor& t : plan)
     if (!quant::type_info(t.type).encodable)
       fail("cannot encode tensor {} as {}: memra has no encoder for it", t.name, quant::type_name(t.type));
-  check_output_path(options.path, options.path + ".partial");  // the Writer's temporary name
+  const int n_parts = options.parts;
+  if (n_parts < 1 || n_parts > 9999 || static_cast<size_t>(n_parts) > plan.size())
+    fail("--parts {}: give 1 (one file) up to the model's {} tensors", n_parts, plan.size());
+  const std::vector<std::string> paths = part_paths(options.path, n_parts);
+  for (const std::string& p : paths) check_output_path(p, p + ".partial");  // the Writer's temporary name
 
   uint64_t total = 0;
   for (const PlannedTensor& t : plan) total += t.n_bytes;
+  // Part of each tensor: the tensors in order, a new part when the bytes so far pass the next
+  // 1/n_parts of the total, at least one tensor a part.
+  std::vector<int> part_of(plan.size());
+  {
+    uint64_t before = 0;
+    int part = 0;
+    for (size_t ti = 0; ti < plan.size(); ++ti) {
+      if (ti > 0 && part + 1 < n_parts) {
+        const bool share_done = before * static_cast<uint64_t>(n_parts) >= total * static_cast<uint64_t>(part + 1);
+        const bool one_each_left = plan.size() - ti == static_cast<size_t>(n_parts - 1 - part);
+        if (share_done || one_each_left) ++part;
+      }
+      part_of[ti] = part;
+      before += plan[ti].n_bytes;
+    }
+  }
 
   {
-    gguf::Writer w(options.path);
-    {
-      const std::vector<MetaEntry> meta = plan_metadata(options);
-      add_metadata(w, meta);
-    }  // the vocabulary's strings are serialized into the writer; drop our copy
-    for (const PlannedTensor& t : plan) w.add_tensor(t.name, t.type, t.ne);
-    w.write_header();
+    std::vector<std::unique_ptr<gguf::Writer>> parts;
+    for (int p = 0; p < n_parts; ++p) {
+      parts.push_back(std::make_unique<gguf::Writer>(paths[static_cast<size_t>(p)]));
+      gguf::Writer& w = *parts.back();
+      if (p == 0) {
+        const std::vector<MetaEntry> meta = plan_metadata(options);
+        add_metadata(w, meta);
+      }  // the vocabulary's strings are serialized into the writer; drop our copy
+      if (n_parts > 1) {  // llama.cpp's split keys and types
+        w.add_u16("split.no", static_cast<uint16_t>(p));
+        w.add_u16("split.count", static_cast<uint16_t>(n_parts));
+        w.add_i32("split.tensors.count", static_cast<int32_t>(plan.size()));
+      }
+      for (size_t ti = 0; ti < plan.size(); ++ti)
+        if (part_of[ti] == p) w.add_tensor(plan[ti].name, plan[ti].type, plan[ti].ne);
+      w.write_header();
+    }
 
     std::vector<float> values;
     std::vector<uint8_t> encoded;
@@ -106,12 +151,12 @@ void synth_model(const SynthOptions& options, const ProgressFn& progress) {
           quant::quantize_row(t.type, v, enc + static_cast<size_t>(i) * row_bytes, row);
         }
         const size_t bytes = static_cast<size_t>(n) * row_bytes;
-        w.write_tensor_data(enc, bytes);
+        parts[static_cast<size_t>(part_of[ti])]->write_tensor_data(enc, bytes);
         written += bytes;
         if (progress) progress({ti, plan.size(), t.name, written, total, seconds(), false});
       }
     }
-    w.finish();
+    for (auto& w : parts) w->finish();  // renamed only now, all together
   }
 
   if (progress) progress({plan.size(), plan.size(), {}, total, total, seconds(), true});

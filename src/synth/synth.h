@@ -26,7 +26,12 @@ struct SynthOptions {
   uint64_t seed = 0;
   int n_layers = 0;   // 0 = all layers of the shape; otherwise the first n_layers blocks
   std::string path;   // output file (written as path + ".partial", renamed when complete)
+  // > 1: a split model (gguf.h) of this many files of about equal size, path's stem +
+  // "-0000i-of-0000N.gguf" (path must end in .gguf), every one renamed only when all are complete.
+  int parts = 1;
 };
+// The file names of a split model written to `path` in `parts` parts (just `path` for 1).
+std::vector<std::string> part_paths(const std::string& path, int parts);
 
 // One architecture/shape pair `synth` knows.
 struct ShapeEntry {
