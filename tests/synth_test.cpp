@@ -719,6 +719,40 @@ TEST(SynthWrite, SplitModelOpensAsTheWholeModel) {
   }
 }
 
+// Each part written alone (--only-part) has the bytes of the whole run's part; parts in other
+// folders are found through links beside the first.
+TEST(SynthWrite, PartsWrittenOneAtATimeMatchTheWholeRun) {
+  TempDir tmp;
+  SynthOptions whole = opts("qwen3next", "tiny", "q4_k", 9, 0, tmp.file("w.gguf"));
+  whole.parts = 3;
+  synth_model(whole);
+  for (int i = 1; i <= 3; ++i) {
+    SynthOptions one = whole;
+    one.only_part = i;
+    fs::create_directories(tmp.dir / ("p" + std::to_string(i)));
+    one.path = (tmp.dir / ("p" + std::to_string(i)) / "w.gguf").string();
+    synth_model(one);
+    const std::vector<std::string> mine = part_paths(one.path, 3);
+    for (int j = 1; j <= 3; ++j)
+      EXPECT_EQ(fs::exists(mine[static_cast<size_t>(j - 1)]), j == i) << "part " << j << " after writing part " << i;
+    EXPECT_TRUE(read_all(mine[static_cast<size_t>(i - 1)]) ==
+                read_all(part_paths(whole.path, 3)[static_cast<size_t>(i - 1)]))
+        << "part " << i;
+    if (i > 1)
+      fs::create_symlink(mine[static_cast<size_t>(i - 1)],
+                         part_paths((tmp.dir / "p1" / "w.gguf").string(), 3)[static_cast<size_t>(i - 1)]);
+  }
+  auto a = gguf::File::open(part_paths((tmp.dir / "p1" / "w.gguf").string(), 3)[0]);
+  auto w = gguf::File::open(part_paths(whole.path, 3)[0]);
+  ASSERT_EQ(a->tensors().size(), w->tensors().size());
+  for (size_t i = 0; i < a->tensors().size(); ++i)
+    EXPECT_EQ(0,
+              std::memcmp(a->tensor_data(a->tensors()[i]), w->tensor_data(w->tensors()[i]), a->tensors()[i].n_bytes));
+  SynthOptions bad = whole;
+  bad.only_part = 4;
+  EXPECT_THROW(synth_model(bad), Error);
+}
+
 TEST(SynthWrite, PartsOptionIsChecked) {
   TempDir tmp;
   SynthOptions o = opts("qwen35", "tiny", "q8_0", 1, 0, tmp.file("x.bin"));

@@ -55,7 +55,10 @@ void run(const synth::SynthOptions& opt) {
       if (tty && last_report >= 0) std::fprintf(stderr, "\n");
       const std::vector<std::string> paths = synth::part_paths(opt.path, opt.parts);
       const std::string where =
-          paths.size() == 1 ? paths[0] : fmt::format("{} (+ {} more parts)", paths[0], paths.size() - 1);
+          paths.size() == 1   ? paths[0]
+          : opt.only_part > 0 ? fmt::format("{} (part {} of {})", paths[static_cast<size_t>(opt.only_part - 1)],
+                                            opt.only_part, paths.size())
+                              : fmt::format("{} (+ {} more parts)", paths[0], paths.size() - 1);
       std::fprintf(stderr, "memra synth: wrote %s: %s %s %s, %zu tensors, %.2f GB of weights in %.1f s (%.0f MB/s)\n",
                    where.c_str(), opt.arch.c_str(), opt.shape.c_str(), opt.type.c_str(), p.n_tensors, total_gb,
                    p.seconds, mbps);
@@ -85,6 +88,10 @@ const CommandRegistrar kRegistrar("synth", [](CLI::App& app) {
   cmd->add_option("--parts", opt->parts,
                   "Split into N files of about equal size, FILE-0000i-of-0000N.gguf (llama.cpp's split layout; "
                   "memra opens the first)")
+      ->capture_default_str();
+  cmd->add_option("--only-part", opt->only_part,
+                  "With --parts N: write only part I (1..N; the same bytes as in the whole run), e.g. to put the "
+                  "parts on different disks (0 = all)")
       ->capture_default_str();
   cmd->add_flag("--list", *list, "List the known architectures and shapes");
   cmd->callback([opt, list] {

@@ -81,8 +81,14 @@ void synth_model(const SynthOptions& options, const ProgressFn& progress) {
   const int n_parts = options.parts;
   if (n_parts < 1 || n_parts > 9999 || static_cast<size_t>(n_parts) > plan.size())
     fail("--parts {}: give 1 (one file) up to the model's {} tensors", n_parts, plan.size());
+  if (options.only_part < 0 || options.only_part > n_parts || (options.only_part > 0 && n_parts == 1))
+    fail("--only-part {}: give a part of a split model, 1 to --parts ({})", options.only_part, n_parts);
+  auto writes = [&](int p) { return options.only_part == 0 || options.only_part == p + 1; };
   const std::vector<std::string> paths = part_paths(options.path, n_parts);
-  for (const std::string& p : paths) check_output_path(p, p + ".partial");  // the Writer's temporary name
+  for (int p = 0; p < n_parts; ++p) {
+    const std::string& path = paths[static_cast<size_t>(p)];
+    if (writes(p)) check_output_path(path, path + ".partial");  // the Writer's temporary name
+  }
 
   uint64_t total = 0;
   for (const PlannedTensor& t : plan) total += t.n_bytes;
@@ -104,10 +110,14 @@ void synth_model(const SynthOptions& options, const ProgressFn& progress) {
   }
 
   {
-    std::vector<std::unique_ptr<gguf::Writer>> parts;
+    std::vector<std::unique_ptr<gguf::Writer>> parts(static_cast<size_t>(n_parts));
+    uint64_t total_written = 0;
+    for (size_t ti = 0; ti < plan.size(); ++ti)
+      if (writes(part_of[ti])) total_written += plan[ti].n_bytes;
     for (int p = 0; p < n_parts; ++p) {
-      parts.push_back(std::make_unique<gguf::Writer>(paths[static_cast<size_t>(p)]));
-      gguf::Writer& w = *parts.back();
+      if (!writes(p)) continue;
+      parts[static_cast<size_t>(p)] = std::make_unique<gguf::Writer>(paths[static_cast<size_t>(p)]);
+      gguf::Writer& w = *parts[static_cast<size_t>(p)];
       if (p == 0) {
         const std::vector<MetaEntry> meta = plan_metadata(options);
         add_metadata(w, meta);
@@ -126,6 +136,7 @@ void synth_model(const SynthOptions& options, const ProgressFn& progress) {
     std::vector<uint8_t> encoded;
     uint64_t written = 0;
     for (size_t ti = 0; ti < plan.size(); ++ti) {
+      if (!writes(part_of[ti])) continue;
       const PlannedTensor& t = plan[ti];
       const int64_t row = t.ne[0];
       int64_t n_rows = 1;
@@ -153,10 +164,12 @@ void synth_model(const SynthOptions& options, const ProgressFn& progress) {
         const size_t bytes = static_cast<size_t>(n) * row_bytes;
         parts[static_cast<size_t>(part_of[ti])]->write_tensor_data(enc, bytes);
         written += bytes;
-        if (progress) progress({ti, plan.size(), t.name, written, total, seconds(), false});
+        if (progress) progress({ti, plan.size(), t.name, written, total_written, seconds(), false});
       }
     }
-    for (auto& w : parts) w->finish();  // renamed only now, all together
+    for (auto& w : parts)
+      if (w) w->finish();  // renamed only now, all together
+    total = total_written;
   }
 
   if (progress) progress({plan.size(), plan.size(), {}, total, total, seconds(), true});

@@ -29,6 +29,9 @@ struct SynthOptions {
   // > 1: a split model (gguf.h) of this many files of about equal size, path's stem +
   // "-0000i-of-0000N.gguf" (path must end in .gguf), every one renamed only when all are complete.
   int parts = 1;
+  // 1..parts: write only that part (its bytes are those of the whole run), so the parts of one
+  // model can go to different disks (the others found beside the first, e.g. through links).
+  int only_part = 0;
 };
 // The file names of a split model written to `path` in `parts` parts (just `path` for 1).
 std::vector<std::string> part_paths(const std::string& path, int parts);
