@@ -9,6 +9,7 @@
 #   scripts/gpu-check.sh kernels    # each kernel's own time per decode token at B = 1 and 16 (Nsight
 #                                   # Compute; scripts/kernel_times.py), against the step's wall time
 #   scripts/gpu-check.sh moe        # 35B-A3B Q4_0 (issue 11): pp512, tg128, B = 1..64 --verify-exact
+#   scripts/gpu-check.sh moe-large  # Qwen3-Next 80B-A3B and 122B-A10B Q4_0 (split, part 2 in /dev/shm)
 #   QUICK=1 scripts/gpu-check.sh    # skips the slow 9B-shaped all-types test, 2 repetitions, depth
 #                                   # 4096 only for 9B Q4_0 (fits a short device lease)
 # The build directory (BUILD, default build-gpu) is used as is when it holds a CUDA build (binaries
@@ -153,6 +154,28 @@ if [ "$MODE" = moe ]; then
   "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 --jsonl "$JSONL" | tee -a "$MD"
   "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 64 -b 1,4,16,64 -d 512 -r "$REPS" --ctx 8192 --verify-exact \
     --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
+fi
+
+if [ "$MODE" = moe-large ]; then
+  # Issue 11's large rows: Qwen3-Next 80B-A3B (~45 GB, one file) and 122B-A10B (~67 GB: more than
+  # the one-GPU machine's disk, so a split model, part 2 in /dev/shm linked beside part 1). Each
+  # file is deleted after its rows (disk).
+  [ -f "$MD" ] || echo "# gpu-check $STAMP (commit $COMMIT)" > "$MD"
+  rows() {
+    "$BUILD/memra" bench -m "$1" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 --jsonl "$JSONL" | tee -a "$MD"
+    "$BUILD/memra" bench -m "$1" --device cuda -p 0 -n 64 -b 16,64 -d 512 -r "$REPS" --ctx 8192 --verify-exact \
+      --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
+  }
+  f="$WORK/qwen3next-80b-a3b-q4_0.gguf"
+  "$BUILD/memra" synth --arch qwen3next --shape 80b-a3b --type q4_0 -o "$f" && rows "$f"
+  rm -f "$f"
+  d="$WORK/122b" && mkdir -p "$d"
+  s=${SHM:-/dev/shm}
+  "$BUILD/memra" synth --arch qwen35moe --shape 122b-a10b --type q4_0 --parts 2 --only-part 1 -o "$d/122b.gguf" &
+  "$BUILD/memra" synth --arch qwen35moe --shape 122b-a10b --type q4_0 --parts 2 --only-part 2 -o "$s/122b.gguf"
+  wait
+  ln -sf "$s/122b-00002-of-00002.gguf" "$d/" && rows "$d/122b-00001-of-00002.gguf"
+  rm -rf "$d" "$s/122b-00002-of-00002.gguf"
 fi
 
 if [ "$MODE" = all ] || [ "$MODE" = serve ]; then
