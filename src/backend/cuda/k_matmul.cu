@@ -10,12 +10,15 @@
 // of the weight tiles (weight_layout.h: a lane reads only what it copied) and, shared by the
 // CTA, the activation fragments of the k-tile. Weights never change, so under programmatic
 // dependent launch the first stages' weights are requested before waiting for the previous kernel.
+// One-row launches mostly take the streaming kernel instead (matmul_stream_kernel.cuh: a copy ring
+// per warp, no block barrier per k-tile), which computes the same order.
 
 
 #include <algorithm>
 
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/matmul_kernel.cuh"
+#include "backend/cuda/matmul_stream_kernel.cuh"
 
 namespace memra::cuda {
 
@@ -29,6 +32,14 @@ extern template void launch_type<GgmlType::Q6_K>(const Args&, const Config&, int
 extern template void launch_type<GgmlType::F16>(const Args&, const Config&, int64_t, cudaStream_t);
 extern template void launch_type<GgmlType::BF16>(const Args&, const Config&, int64_t, cudaStream_t);
 extern template void launch_type<GgmlType::F32>(const Args&, const Config&, int64_t, cudaStream_t);
+extern template void launch_stream_type<GgmlType::Q4_0>(const Args&, int, int, int, cudaStream_t);
+extern template void launch_stream_type<GgmlType::Q8_0>(const Args&, int, int, int, cudaStream_t);
+extern template void launch_stream_type<GgmlType::Q4_K>(const Args&, int, int, int, cudaStream_t);
+extern template void launch_stream_type<GgmlType::Q5_K>(const Args&, int, int, int, cudaStream_t);
+extern template void launch_stream_type<GgmlType::Q6_K>(const Args&, int, int, int, cudaStream_t);
+extern template void launch_stream_type<GgmlType::F16>(const Args&, int, int, int, cudaStream_t);
+extern template void launch_stream_type<GgmlType::BF16>(const Args&, int, int, int, cudaStream_t);
+extern template void launch_stream_type<GgmlType::F32>(const Args&, int, int, int, cudaStream_t);
 }  // namespace matmul_impl
 
 namespace {
@@ -120,8 +131,64 @@ int pieces_of(GgmlType t) {
   return 0;
 }
 
+// The streaming kernel's plan for a launch (matmul_stream_kernel.cuh): the set size (R row groups,
+// W = segs * R warps a block), then the deepest ring that lets the sets' blocks share the SMs in
+// one wave (at most 16 warps an SM; past that the blocks walk several sets). False when even one
+// block an SM would get fewer than 3 stages.
+// Where it runs: one activation row, the SwiGLU pair or one matrix of fewer than 4096 row groups.
+// H200, 9B Q4_0, tg64 @ d512 (2026-12-02, bits identical either way): B = 1 352.5 -> 370.1 tok/s
+// with this rule; 363.6 with every launch of <= 8 rows (the output head, Q6_K, 343 -> 371 us: its
+// decode is issue-bound and the many 4-warp blocks of matmul_kernel.cuh hold more warps; the fused
+// qkv launch 18.0 -> 19.2 us); B = 2 719 -> 674 and B = 4 1,341 -> 1,167 (the activation rows of
+// every k-tile in each block cost warps; 8-32 warps an SM and 2-3 stages all measured below).
+bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_sm) {
+  if (a.grp_off || a.rows != 1 || (!a.swiglu && (a.n_targets != 1 || total_rg >= 4096))) return false;
+  const int segs = a.segs, mt = a.swiglu ? 2 : 1;
+  const int r = std::max(1, 4 / segs);
+  warps = segs * r;
+  a.set_rgs = r;
+  a.n_sets = static_cast<int>((total_rg + r - 1) / r);
+  const int64_t sms = sm_count();
+  const int want = static_cast<int>(std::min<int64_t>(std::max(1, 16 / warps), (a.n_sets + sms - 1) / sms));
+  const StreamSmem base = stream_smem(type, mt, static_cast<int>(a.rows), a.n_kt, warps, segs, 0);
+  for (per_sm = want; per_sm >= 1; --per_sm) {
+    const int budget = (228 << 10) / per_sm - (1 << 10);  // an SM's 228 KiB, 1 KiB reserved a block
+    const int stages = std::min(kStreamMaxStages, (budget - base.total) / (warps * base.slot));
+    if (stages >= 3) {
+      a.stages = stages;
+      a.rows_cap = static_cast<int>(a.rows);
+      return true;
+    }
+  }
+  return false;
+}
+
 void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
   args.segs = k_segments(args.n_kt);
+  args.n_targets = n;
+  {
+    int warps = 0, per_sm = 0;
+    if (plan_stream(args, type, groups_total, warps, per_sm)) {
+      args.tile_begin[0] = 0;
+      for (int i = 0; i < n; ++i) args.tile_begin[i + 1] = args.tile_begin[i] + static_cast<int>(groups[i]);
+      for (int i = n; i < kMaxTargets; ++i) args.tile_begin[i + 1] = args.tile_begin[n];
+      args.n_targets = n;
+      const int sms = sm_count();
+      switch (type) {
+        case GgmlType::Q4_0: launch_stream_type<GgmlType::Q4_0>(args, warps, per_sm, sms, stream); break;
+        case GgmlType::Q8_0: launch_stream_type<GgmlType::Q8_0>(args, warps, per_sm, sms, stream); break;
+        case GgmlType::Q4_K: launch_stream_type<GgmlType::Q4_K>(args, warps, per_sm, sms, stream); break;
+        case GgmlType::Q5_K: launch_stream_type<GgmlType::Q5_K>(args, warps, per_sm, sms, stream); break;
+        case GgmlType::Q6_K: launch_stream_type<GgmlType::Q6_K>(args, warps, per_sm, sms, stream); break;
+        case GgmlType::F16: launch_stream_type<GgmlType::F16>(args, warps, per_sm, sms, stream); break;
+        case GgmlType::BF16: launch_stream_type<GgmlType::BF16>(args, warps, per_sm, sms, stream); break;
+        case GgmlType::F32: launch_stream_type<GgmlType::F32>(args, warps, per_sm, sms, stream); break;
+        default: MEMRA_ASSERT(false, "matmul: no kernel for this weight type");
+      }
+      CUDA_LAUNCH_CHECK();
+      return;
+    }
+  }
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
   Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0);
   // A block stages every row its n-tiles cover: a grouped launch's group may hold more rows than

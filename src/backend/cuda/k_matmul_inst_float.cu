@@ -1,10 +1,15 @@
-// Instantiations of the matmul family for f16, bf16, f32 weights (matmul_kernel.cuh).
+// Instantiations of the matmul family for f16, bf16, f32 weights (matmul_kernel.cuh, matmul_stream_kernel.cuh).
 #include "backend/cuda/matmul_kernel.cuh"
+#include "backend/cuda/matmul_stream_kernel.cuh"
 
 namespace memra::cuda::matmul_impl {
 
 template void launch_type<GgmlType::F16>(const Args&, const Config&, int64_t, cudaStream_t);
 template void launch_type<GgmlType::BF16>(const Args&, const Config&, int64_t, cudaStream_t);
 template void launch_type<GgmlType::F32>(const Args&, const Config&, int64_t, cudaStream_t);
+
+template void launch_stream_type<GgmlType::F16>(const Args&, int, int, int, cudaStream_t);
+template void launch_stream_type<GgmlType::BF16>(const Args&, int, int, int, cudaStream_t);
+template void launch_stream_type<GgmlType::F32>(const Args&, int, int, int, cudaStream_t);
 
 }  // namespace memra::cuda::matmul_impl

@@ -61,6 +61,11 @@ struct Args {
   const uint8_t* shared_w;   // grp_expert -1: the shared expert's matrices
   const uint8_t* shared_up;
   int groups;  // grid z: group slots (1 without groups)
+  // The streaming kernel (matmul_stream_kernel.cuh): row groups a block owns at a time, the
+  // number of such sets, and the depth of each warp's copy ring.
+  int set_rgs;
+  int n_sets;
+  int stages;
 };
 
 template <GgmlType T, int MT, int NT>
@@ -233,7 +238,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     const uint8_t* act = stage + act_off;
     TileRegs<T> regs[MT] = {};
 #pragma unroll
-    for (int m = 0; m < MT; ++m) load_tile_regs<T>(wl0 + m * S::kPieces * 512, regs[m]);
+    for (int m = 0; m < MT; ++m) load_tile_regs<T>(wl0 + m * S::kPieces * 512, wl0 + (m * S::kPieces + S::kLanePieces) * 512, regs[m]);
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
@@ -273,7 +278,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
           sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
           sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
         } else {
-          decode_block<T, B, (NT <= 2)>(wl, regs[m], fr, sc);
+          decode_block<T, B, (NT <= 2)>(wl, wl + S::kLanePieces * 512, wl + (S::kLanePieces + 2) * 512, regs[m], fr, sc);
         }
 #pragma unroll
         for (int n = 0; n < NT; ++n) {

@@ -67,12 +67,15 @@ struct TileRegs {
   uint4 extra[2];
 };
 
-template <GgmlType T>
-__device__ __forceinline__ void load_tile_regs(const uint8_t* wl, TileRegs<T>& r) {
-  using S = TileSpec<T>;
+// Where a lane finds its rows' data (the per-row section, weight_layout.h): piece k (16 bytes) of
+// row g at rp + k * kRowStride, and Q6_K's d pair at dp. The pipelined kernel's stage copies each
+// lane's pieces 512 bytes apart (kRowStride 512); a verbatim copy of the tile keeps the section
+// as it is (kRowStride 16, the section at row_data_off + g * 32, d at d_off + g * 4).
+template <GgmlType T, int kRowStride = 512>
+__device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t* rp, TileRegs<T>& r) {
   if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
-    r.row[0] = lds<uint4>(wl + S::kLanePieces * 512);
-    r.row[1] = lds<uint4>(wl + (S::kLanePieces + 1) * 512);
+    r.row[0] = lds<uint4>(rp);
+    r.row[1] = lds<uint4>(rp + kRowStride);
   }
   if constexpr (T == GgmlType::Q5_K) r.extra[0] = lds<uint4>(wl + 4 * 512);
   if constexpr (T == GgmlType::Q6_K) {
@@ -96,9 +99,9 @@ struct BlockScales {
 // bits, fewer instructions; the small shapes take it (H200, 9B Q4_0, 2026-12-02: part of tg B = 1
 // 330 -> 354 tok/s), the 4- and 8-n-tile shapes keep the AND + OR (with and_or ptxas gave the
 // 4-n-tile kernel 150 registers instead of 116, one block per SM instead of two).
-template <GgmlType T, int B, bool kLop3>
-__device__ __forceinline__ void decode_block(const uint8_t* wl, const TileRegs<T>& r, BlockFrags& fr, BlockScales& sc) {
-  using S = TileSpec<T>;
+template <GgmlType T, int B, bool kLop3, int kRowStride = 512>
+__device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* rp, const uint8_t* dp,
+                                             const TileRegs<T>& r, BlockFrags& fr, BlockScales& sc) {
   if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_K) {
     // Nibble pairs without high bits, in fewer instructions than nibble_pair (same f16 values):
     // pairs 0 and 2 sit under the exponent of 1024 as they are (1024 + c); pairs 1 and 3 stay
@@ -173,7 +176,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const TileRegs<T
 
   // Scales.
   if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
-    const uint32_t dd = lds<uint32_t>(wl + (S::kLanePieces + B / 4) * 512 + (B % 4) * 4);
+    const uint32_t dd = lds<uint32_t>(rp + (B / 4) * kRowStride + (B % 4) * 4);
     sc.s[0] = f16_bits_to_float(static_cast<uint16_t>(dd & 0xFFFFu));
     sc.s[1] = f16_bits_to_float(static_cast<uint16_t>(dd >> 16));
   } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
@@ -195,16 +198,16 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const TileRegs<T
       sc.s2[h] = -__fmul_rn(dmin, static_cast<float>(mv));
     }
   } else if constexpr (T == GgmlType::Q6_K) {
-    const uint32_t dd = lds<uint32_t>(wl + (S::kLanePieces + 2) * 512);
+    const uint32_t dd = lds<uint32_t>(dp);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint16_t scw = lds<uint16_t>(wl + (S::kLanePieces + h) * 512 + 2 * B);
+      const uint16_t scw = lds<uint16_t>(rp + h * kRowStride + 2 * B);
       const float d = f16_bits_to_float(static_cast<uint16_t>(dd >> (16 * h)));
       sc.s[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw & 0xFF)));
       sc.s2[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw >> 8)));
     }
   } else if constexpr (T == GgmlType::BF16 || T == GgmlType::F32) {
-    const uint16_t ee = lds<uint16_t>(wl + S::kLanePieces * 512 + 2 * B);
+    const uint16_t ee = lds<uint16_t>(rp + 2 * B);
     sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
     sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
   }

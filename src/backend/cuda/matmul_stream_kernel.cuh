@@ -1,0 +1,347 @@
+// The matmul family's streaming kernel for decode steps of 1-8 activation rows (one n-tile):
+// matmul_order.h's canonical order (the bits of matmul_kernel.cuh's shapes, which the op tests
+// compare), laid out so that each warp streams its weights on its own. k_matmul.cu (plan_stream)
+// runs it where it measured faster: one row, the SwiGLU pair and single matrices below 4096 row
+// groups (H200, 9B Q4_0 tg B = 1 352.5 -> 370.1 tok/s; at 2-8 rows the activations it keeps per
+// block cost warps and it lost 6-18%; bench/results/2026-12-02-1830-h200-session11.md).
+//
+// Why a second kernel: at one n-tile a k-tile is ~330 instructions of decode and tensor-core work
+// per 2.3 KB of Q4_0 weights, so a launch is bound by how many weight bytes each SM keeps in
+// flight. matmul_kernel.cuh stages the CTA's activation rows per k-tile (a block barrier every
+// k-tile) and copies each lane's rows' data redundantly (a third of a stage); its stage count is
+// fixed, so a launch either keeps one k-tile in flight a warp or loses a wave to shared memory
+// (H200, 2026-12-02: 3-5 stages ran B = 1 at 297 / 244 / 207 tok/s against 2 stages' 304).
+//
+// Here:
+//   - the block copies the activation rows of every k-tile once, after the PDL wait (1-8 rows of
+//     n_in f16 values: 8 KiB for one row of 4096 columns), and keeps them for all its work;
+//   - each warp owns a ring of `stages` slots; a slot is a verbatim copy of the warp's weight tiles
+//     of one k-tile (the tile's bytes, 16 bytes a lane a copy), and the warp waits on its own
+//     copies only (a warp barrier, never a block barrier, between k-tiles);
+//   - a warp's work is a (row group, K segment) unit; a block of W = segs * R warps owns R row
+//     groups at a time (a "set"), every segment of them, and walks sets gridDim.x apart, so the
+//     segment partials meet in shared memory in matmul_order.h's tree and a persistent grid keeps
+//     its pipelines full across sets (the copies of the next set's first k-tiles are in flight
+//     while the last k-tiles of the set are computed);
+//   - the host picks `stages` so the launch's sets fit on the SMs in one wave where they can
+//     (k_matmul.cu), from 3 to kStreamMaxStages.
+// What it showed: 3-8 k-tiles in flight a warp instead of one moved the one-row matmuls by only
+// 3-10%, so that kernel is bound by instruction issue (~330 a Q4_0 k-tile), not bytes in flight.
+#pragma once
+
+#include "backend/cuda/matmul_kernel.cuh"
+
+namespace memra::cuda::matmul_impl {
+
+constexpr int kStreamMaxStages = 8;
+constexpr int kStreamMaxRows = 8;
+
+// Shared memory of a streaming block (bytes): the activation rows of every k-tile (hi, lo, sums),
+// the segment partials, then each warp's ring.
+struct StreamSmem {
+  int act, act_lo, sums, red, ring, slot, total;
+};
+MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, int n_kt, int warps, int segs, int stages) {
+  const TileFormat f = tile_format(type);
+  const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
+  const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+  StreamSmem s{};
+  s.act = 0;
+  s.act_lo = n_kt * rows * 512;
+  s.sums = s.act_lo + (lo ? n_kt * rows * 512 : 0);
+  s.red = s.sums + (sums ? n_kt * kSumTileBytes : 0);
+  s.ring = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
+  s.slot = mt * f.tile_bytes;
+  s.total = s.ring + warps * stages * s.slot;
+  return s;
+}
+
+// Waits until at most n (runtime, 0..kStreamMaxStages-1) of this thread's copy groups are pending.
+__device__ __forceinline__ void cp_async_wait_n(int n) {
+  switch (n) {
+    case 0: cp_async_wait<0>(); break;
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    default: cp_async_wait<7>(); break;
+  }
+}
+
+// a.segs, a.n_kt, a.rows (<= 8), a.rows_cap (= rows), a.t / a.tile_begin (first global row group
+// of each target), a.set_rgs (R), a.n_sets, a.stages. Not grouped. SW: m-tile 0 is the gate's row
+// group, m-tile 1 the up matrix's same row group.
+template <GgmlType T, bool SW>
+__global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
+  using S = TileSpec<T>;
+  constexpr int MT = SW ? 2 : 1;
+  constexpr int kTileBytes = S::f.tile_bytes;
+  constexpr int kRowStride = 16;  // verbatim tiles (matmul_tile_decode.cuh)
+  constexpr int kRowBytes = S::kRowPieces == 1 ? 16 : 32;  // one g's share of the per-row section
+  MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int n_warps = static_cast<int>(blockDim.x) / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int segs = a.segs, n_kt = a.n_kt, rc = a.rows_cap, stages = a.stages;
+  const int seg = warp % segs, rg_in_set = warp / segs;
+  const int kt0 = seg * n_kt / segs, kt1 = (seg + 1) * n_kt / segs;
+  const StreamSmem L = stream_smem(T, MT, rc, n_kt, n_warps, segs, stages);
+  uint8_t* ring = smem + L.ring + warp * stages * L.slot;
+  const int total_rg = a.tile_begin[a.n_targets];
+
+  // The weights of unit (set, this warp's row group): k-tile 0 of each m-tile, null past the end.
+  auto unit_tiles = [&](int set, const uint8_t* (&w)[MT]) {
+    const int rgg = set * a.set_rgs + rg_in_set;
+    if (rgg >= total_rg) {
+#pragma unroll
+      for (int m = 0; m < MT; ++m) w[m] = nullptr;
+      return;
+    }
+    int e = 0;
+    while (rgg >= a.tile_begin[e + 1]) ++e;
+    const int64_t off = static_cast<int64_t>(rgg - a.tile_begin[e]) * a.group_stride;
+    w[0] = a.t[e].w + off;
+    if constexpr (SW) w[1] = a.t[e].up + off;
+  };
+
+  // The issue cursor: the next k-tile to copy (set, kt) and its slot.
+  int is_set = static_cast<int>(blockIdx.x), is_kt = kt0, is_slot = 0;
+  const uint8_t* is_w[MT];
+  unit_tiles(is_set, is_w);
+  auto issue = [&]() {
+    if (is_set < a.n_sets) {
+      uint8_t* dst = ring + is_slot * L.slot;
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        if (!is_w[m]) continue;
+        const uint8_t* src = is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes;
+#pragma unroll
+        for (int c = lane; c < kTileBytes / 16; c += 32) cp_async16(dst + m * kTileBytes + c * 16, src + c * 16);
+      }
+      if (++is_kt == kt1) {
+        is_kt = kt0;
+        is_set += static_cast<int>(gridDim.x);
+        unit_tiles(is_set, is_w);
+      }
+    }
+    cp_async_commit();  // one group per call, empty past the last k-tile
+    is_slot = is_slot + 1 == stages ? 0 : is_slot + 1;
+  };
+
+  // Weights never change: the first stages - 1 k-tiles are requested before the wait.
+  for (int s = 0; s < stages - 1; ++s) issue();
+  pdl_wait();
+  pdl_launch_dependents();
+  // The activation rows of every k-tile, [kt][b][row][t] (16 bytes each), the sums [kt][b][8].
+  {
+    const int chunks = n_kt * rc * 32;
+    for (int c = tid; c < chunks; c += blockDim.x) {
+      const int kt = c / (rc * 32), rem = c % (rc * 32);
+      const int b = rem / (rc * 4), r = (rem / 4) % rc, tt = rem % 4;
+      const int64_t src = static_cast<int64_t>(kt) * kActTileBytes + b * 512 + r * 64 + tt * 16;
+      cp_async16(smem + L.act + c * 16, a.act + src);
+      if constexpr (S::kUsesLo) cp_async16(smem + L.act_lo + c * 16, a.act_lo + src);
+    }
+    if constexpr (S::kUsesSums) {
+      for (int c = tid; c < n_kt * (kSumTileBytes / 16); c += blockDim.x)
+        cp_async16(smem + L.sums + c * 16, reinterpret_cast<const uint8_t*>(a.sums) + c * 16);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+
+  const int lane_act = min(g, rc - 1) * 64 + t * 16;  // this lane's B-fragment row (padding: the last row)
+  const int b_stride = rc * 64;
+  float acc[MT][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+
+  int cur_set = static_cast<int>(blockIdx.x), cur_slot = 0;
+  const uint8_t* cur_w[MT];
+  unit_tiles(cur_set, cur_w);
+#pragma unroll 1
+  while (cur_set < a.n_sets) {
+#pragma unroll 1
+    for (int kt = kt0; kt < kt1; ++kt) {
+      __syncwarp();  // every lane is done with the slot the next copy overwrites
+      issue();
+      cp_async_wait_n(stages - 1);
+      __syncwarp();  // this k-tile's copies (made by every lane of the warp) are visible
+      if (cur_w[0]) {
+        const uint8_t* slot = ring + cur_slot * L.slot;
+        const uint8_t* act = smem + L.act + kt * (rc * 512);
+        [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * (rc * 512);
+        [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kSumTileBytes;
+        TileRegs<T> regs[MT] = {};
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          load_tile_regs<T, kRowStride>(slot + m * kTileBytes + lane * 16,
+                                        slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, regs[m]);
+        auto block = [&](auto bconst) {
+          constexpr int B = decltype(bconst)::value;
+          const uint4 bf = lds<uint4>(act + B * b_stride + lane_act);
+          [[maybe_unused]] uint4 bl;
+          if constexpr (S::kUsesLo) bl = lds<uint4>(act_lo + B * b_stride + lane_act);
+          [[maybe_unused]] float2 xs;
+          if constexpr (S::kUsesSums) xs = lds<float2>(sums + B * 32 + 8 * t);
+#pragma unroll
+          for (int m = 0; m < MT; ++m) {
+            const uint8_t* tile = slot + m * kTileBytes;
+            const uint8_t* wl = tile + lane * 16;
+            const uint8_t* rp = tile + S::f.row_data_off + g * kRowBytes;
+            BlockFrags fr;
+            BlockScales sc;
+            if constexpr (T == GgmlType::F32) {
+              const uint16_t ee = lds<uint16_t>(rp + 2 * B);
+              sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
+              sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
+            } else {
+              decode_block<T, B, true, kRowStride>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
+            }
+            const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            float d[4];
+            [[maybe_unused]] float d2[4];
+            if constexpr (T == GgmlType::F32) {  // w_hi x_hi, w_hi x_lo, w_lo x_hi
+              decode_block_f32(wl, B, 0, fr);
+              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+              mma_16816(d, fr.a[1], bf.z, bf.w, d);
+              mma_16816(d, fr.a[0], bl.x, bl.y, d);
+              mma_16816(d, fr.a[1], bl.z, bl.w, d);
+              decode_block_f32(wl, B, 1, fr);
+              mma_16816(d, fr.a[0], bf.x, bf.y, d);
+              mma_16816(d, fr.a[1], bf.z, bf.w, d);
+            } else if constexpr (S::kUsesLo) {  // F16, BF16: w x_hi, w x_lo
+              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+              mma_16816(d, fr.a[1], bf.z, bf.w, d);
+              mma_16816(d, fr.a[0], bl.x, bl.y, d);
+              mma_16816(d, fr.a[1], bl.z, bl.w, d);
+            } else if constexpr (T == GgmlType::Q6_K) {
+              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+              mma_16816(d2, fr.a[1], bf.z, bf.w, zero);
+            } else {
+              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+              mma_16816(d, fr.a[1], bf.z, bf.w, d);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              [[maybe_unused]] const int h = i >> 1;
+              float& c = acc[m][i];
+              if constexpr (T == GgmlType::F16) {
+                c = __fadd_rn(c, d[i]);
+              } else if constexpr (T == GgmlType::Q6_K) {
+                c = __fmaf_rn(sc.s[h], d[i], c);
+                c = __fmaf_rn(sc.s2[h], d2[i], c);
+              } else if constexpr (S::kUsesSums) {
+                c = __fmaf_rn(sc.s[h], d[i], c);
+                c = __fmaf_rn(sc.s2[h], (i & 1) ? xs.y : xs.x, c);
+              } else {
+                c = __fmaf_rn(sc.s[h], d[i], c);
+              }
+            }
+          }
+        };
+        block(std::integral_constant<int, 0>{});
+        block(std::integral_constant<int, 1>{});
+        block(std::integral_constant<int, 2>{});
+        block(std::integral_constant<int, 3>{});
+        block(std::integral_constant<int, 4>{});
+        block(std::integral_constant<int, 5>{});
+        block(std::integral_constant<int, 6>{});
+        block(std::integral_constant<int, 7>{});
+      }
+      cur_slot = cur_slot + 1 == stages ? 0 : cur_slot + 1;
+    }
+
+    // The set's segments meet (matmul_order.h's tree) and its outputs are stored by the warp of
+    // segment 0 of each row group.
+    float* red = reinterpret_cast<float*>(smem + L.red);  // [warp][MT * 4][lane]
+    if (segs > 1) {
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) red[(warp * MT * 4 + m * 4 + i) * 32 + lane] = acc[m][i];
+      __syncthreads();
+    }
+    if (seg == 0 && cur_w[0]) {
+      const int rgg = cur_set * a.set_rgs + rg_in_set;
+      int e = 0;
+      while (rgg >= a.tile_begin[e + 1]) ++e;
+      const Target& tg = a.t[e];
+      const int rg = rgg - a.tile_begin[e];
+      auto total = [&](int m, int i) {
+        if (segs == 1) return acc[m][i];
+        auto p = [&](int s) { return red[((warp + s) * MT * 4 + m * 4 + i) * 32 + lane]; };
+        const float p01 = __fadd_rn(p(0), p(1));
+        if (segs == 2) return p01;
+        const float p03 = __fadd_rn(p01, __fadd_rn(p(2), p(3)));
+        if (segs == 4) return p03;
+        return __fadd_rn(p03, __fadd_rn(__fadd_rn(p(4), p(5)), __fadd_rn(p(6), p(7))));
+      };
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int lr = 2 * t + (i & 1);
+        const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * (i >> 1);
+        if (lr >= rc || j >= tg.n_out) continue;
+        const float scale = exp2_int(a.exps[lr]);
+        float* orow = tg.out + lr * tg.out_stride;
+        const float v = __fmul_rn(total(0, i), scale);
+        if constexpr (SW) {
+          const float u = __fmul_rn(total(1, i), scale);
+          orow[j] = __fmul_rn(silu(v), u);
+        } else {
+          orow[j] = tg.accumulate ? __fadd_rn(orow[j], v) : v;
+        }
+      }
+    }
+    if (segs > 1) __syncthreads();  // the partials are read before the next set overwrites them
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+    cur_set += static_cast<int>(gridDim.x);
+    unit_tiles(cur_set, cur_w);
+  }
+  cp_async_wait<0>();
+}
+
+// Blocks: the sets, at most `per_sm` resident blocks an SM (fewer where registers allow fewer);
+// a block walks the sets past the grid.
+template <GgmlType T, bool SW>
+void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
+  auto kernel = matmul_stream_kernel<T, SW>;
+  const size_t smem = static_cast<size_t>(
+      stream_smem(T, SW ? 2 : 1, args.rows_cap, args.n_kt, warps, args.segs, args.stages).total);
+  static size_t configured = 0;
+  if (smem > configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    configured = smem;
+  }
+  int occ = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 32 * warps, smem));
+  MEMRA_ASSERT(occ >= 1, "matmul: a streaming block of {} warps and {} bytes does not fit an SM", warps, smem);
+  const int grid = static_cast<int>(std::min<int64_t>(args.n_sets, int64_t{std::min(per_sm, occ)} * sms));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(32 * warps);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
+}
+
+template <GgmlType T>
+void launch_stream_type(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
+  if (args.swiglu) return launch_stream_shape<T, true>(args, warps, per_sm, sms, stream);
+  launch_stream_shape<T, false>(args, warps, per_sm, sms, stream);
+}
+
+}  // namespace memra::cuda::matmul_impl
