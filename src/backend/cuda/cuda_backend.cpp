@@ -597,14 +597,11 @@ void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_
   // many rows (pp512 with the shared slot fell 5,200 -> 4,781). Either way a row gets the same
   // bits (each row's canonical order, row-wise f16 form).
   constexpr int64_t kSharedGroupedMaxRows = 64;
-  auto like = [](const DevWeight& s, const DevWeight& e) {
-    return s.type == e.type && s.n_in == e.n_in && s.n_out == e.n_out && s.group_stride == e.group_stride;
-  };
   const DevWeight* gate_sh = m.gate_shexp.valid() ? &dev_weight(m.gate_shexp) : nullptr;
   const DevWeight* up_sh = m.gate_shexp.valid() ? &dev_weight(m.up_shexp) : nullptr;
   const DevWeight* down_sh = m.gate_shexp.valid() ? &dev_weight(m.down_shexp) : nullptr;
-  const bool shared_grouped = rows <= kSharedGroupedMaxRows && gate_sh && like(*gate_sh, gate) &&
-                              like(*up_sh, gate) && like(*down_sh, down);
+  const bool shared_grouped = rows <= kSharedGroupedMaxRows && gate_sh && same_matrix_geometry(*gate_sh, gate) &&
+                              same_matrix_geometry(*up_sh, gate) && same_matrix_geometry(*down_sh, down);
   const int64_t shared_rows = shared_grouped ? rows : 0;
   const int64_t n_grouped = n_sel + shared_rows;
 

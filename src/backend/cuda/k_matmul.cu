@@ -279,10 +279,8 @@ void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, 
 void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, const GroupedRows& g, float* out,
                     cudaStream_t stream, const DevWeight* shared, const DevWeight* shared_up) {
   MEMRA_ASSERT(!up || (up->type == w.type && up->n_in == w.n_in && up->n_out == w.n_out && up->n_mat == w.n_mat));
-  auto same_geometry = [&](const DevWeight* s) {
-    return s->type == w.type && s->n_in == w.n_in && s->n_out == w.n_out && s->group_stride == w.group_stride;
-  };
-  MEMRA_ASSERT(!shared || (same_geometry(shared) && (!up) == (!shared_up) && (!shared_up || same_geometry(shared_up))),
+  MEMRA_ASSERT(!shared || (same_matrix_geometry(*shared, w) && (!up) == (!shared_up) &&
+                           (!shared_up || same_matrix_geometry(*shared_up, w))),
                "matmul_grouped: the shared matrices must have the experts' type and shape");
   MEMRA_ASSERT(g.groups >= 1 && g.max_rows >= 1 && g.grp_off && g.grp_expert);
   Args a = base_args(w, x);

@@ -273,66 +273,12 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
         const uint8_t* wl = wl0 + m * S::kPieces * 512;
         BlockFrags fr;
         BlockScales sc;
-        if constexpr (T == GgmlType::F32) {
-          const uint16_t ee = lds<uint16_t>(wl + S::kLanePieces * 512 + 2 * B);
-          sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
-          sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
-        } else {
-          decode_block<T, B, (NT <= 2)>(wl, wl + S::kLanePieces * 512, wl + (S::kLanePieces + 2) * 512, regs[m], fr, sc);
-        }
+        decode_block<T, B, (NT <= 2)>(wl, wl + S::kLanePieces * 512, wl + (S::kLanePieces + 2) * 512, regs[m], fr, sc);
 #pragma unroll
-        for (int n = 0; n < NT; ++n) {
-          const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          float d[4];
-          [[maybe_unused]] float d2[4];
-          if constexpr (T == GgmlType::F32) {  // w_hi x_hi, w_hi x_lo, w_lo x_hi
-            decode_block_f32(wl, B, 0, fr);
-            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
-            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
-            mma_16816(d, fr.a[0], bl[n].x, bl[n].y, d);
-            mma_16816(d, fr.a[1], bl[n].z, bl[n].w, d);
-            decode_block_f32(wl, B, 1, fr);
-            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, d);
-            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
-          } else if constexpr (S::kUsesLo) {  // F16, BF16: w x_hi, w x_lo
-            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
-            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
-            mma_16816(d, fr.a[0], bl[n].x, bl[n].y, d);
-            mma_16816(d, fr.a[1], bl[n].z, bl[n].w, d);
-          } else if constexpr (T == GgmlType::Q6_K) {
-            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
-            mma_16816(d2, fr.a[1], bf[n].z, bf[n].w, zero);
-          } else {
-            mma_16816(d, fr.a[0], bf[n].x, bf[n].y, zero);
-            mma_16816(d, fr.a[1], bf[n].z, bf[n].w, d);
-          }
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            [[maybe_unused]] const int h = i >> 1;
-            float& c = acc[m][n][i];
-            if constexpr (T == GgmlType::F16) {
-              c = __fadd_rn(c, d[i]);
-            } else if constexpr (T == GgmlType::Q6_K) {
-              c = __fmaf_rn(sc.s[h], d[i], c);
-              c = __fmaf_rn(sc.s2[h], d2[i], c);
-            } else if constexpr (S::kUsesSums) {
-              c = __fmaf_rn(sc.s[h], d[i], c);
-              c = __fmaf_rn(sc.s2[h], (i & 1) ? xs[n].y : xs[n].x, c);
-            } else {
-              c = __fmaf_rn(sc.s[h], d[i], c);
-            }
-          }
-        }
+        for (int n = 0; n < NT; ++n) block_products<T>(wl, B, fr, sc, bf[n], bl[n], xs[n], acc[m][n]);
       }
     };
-    block(std::integral_constant<int, 0>{});
-    block(std::integral_constant<int, 1>{});
-    block(std::integral_constant<int, 2>{});
-    block(std::integral_constant<int, 3>{});
-    block(std::integral_constant<int, 4>{});
-    block(std::integral_constant<int, 5>{});
-    block(std::integral_constant<int, 6>{});
-    block(std::integral_constant<int, 7>{});
+    for_each_block(block);
   }
   cp_async_wait<0>();
 

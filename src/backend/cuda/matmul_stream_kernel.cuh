@@ -196,63 +196,11 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
             const uint8_t* rp = tile + S::f.row_data_off + g * kRowBytes;
             BlockFrags fr;
             BlockScales sc;
-            if constexpr (T == GgmlType::F32) {
-              const uint16_t ee = lds<uint16_t>(rp + 2 * B);
-              sc.s[0] = exp2_int(static_cast<int8_t>(ee & 0xFF));
-              sc.s[1] = exp2_int(static_cast<int8_t>(ee >> 8));
-            } else {
-              decode_block<T, B, true, kRowStride>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
-            }
-            const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            float d[4];
-            [[maybe_unused]] float d2[4];
-            if constexpr (T == GgmlType::F32) {  // w_hi x_hi, w_hi x_lo, w_lo x_hi
-              decode_block_f32(wl, B, 0, fr);
-              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
-              mma_16816(d, fr.a[1], bf.z, bf.w, d);
-              mma_16816(d, fr.a[0], bl.x, bl.y, d);
-              mma_16816(d, fr.a[1], bl.z, bl.w, d);
-              decode_block_f32(wl, B, 1, fr);
-              mma_16816(d, fr.a[0], bf.x, bf.y, d);
-              mma_16816(d, fr.a[1], bf.z, bf.w, d);
-            } else if constexpr (S::kUsesLo) {  // F16, BF16: w x_hi, w x_lo
-              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
-              mma_16816(d, fr.a[1], bf.z, bf.w, d);
-              mma_16816(d, fr.a[0], bl.x, bl.y, d);
-              mma_16816(d, fr.a[1], bl.z, bl.w, d);
-            } else if constexpr (T == GgmlType::Q6_K) {
-              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
-              mma_16816(d2, fr.a[1], bf.z, bf.w, zero);
-            } else {
-              mma_16816(d, fr.a[0], bf.x, bf.y, zero);
-              mma_16816(d, fr.a[1], bf.z, bf.w, d);
-            }
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              [[maybe_unused]] const int h = i >> 1;
-              float& c = acc[m][i];
-              if constexpr (T == GgmlType::F16) {
-                c = __fadd_rn(c, d[i]);
-              } else if constexpr (T == GgmlType::Q6_K) {
-                c = __fmaf_rn(sc.s[h], d[i], c);
-                c = __fmaf_rn(sc.s2[h], d2[i], c);
-              } else if constexpr (S::kUsesSums) {
-                c = __fmaf_rn(sc.s[h], d[i], c);
-                c = __fmaf_rn(sc.s2[h], (i & 1) ? xs.y : xs.x, c);
-              } else {
-                c = __fmaf_rn(sc.s[h], d[i], c);
-              }
-            }
+            decode_block<T, B, true, kRowStride>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
+            block_products<T>(wl, B, fr, sc, bf, bl, xs, acc[m]);
           }
         };
-        block(std::integral_constant<int, 0>{});
-        block(std::integral_constant<int, 1>{});
-        block(std::integral_constant<int, 2>{});
-        block(std::integral_constant<int, 3>{});
-        block(std::integral_constant<int, 4>{});
-        block(std::integral_constant<int, 5>{});
-        block(std::integral_constant<int, 6>{});
-        block(std::integral_constant<int, 7>{});
+        for_each_block(block);
       }
       cur_slot = cur_slot + 1 == stages ? 0 : cur_slot + 1;
     }
@@ -325,17 +273,7 @@ void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaS
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 32 * warps, smem));
   MEMRA_ASSERT(occ >= 1, "matmul: a streaming block of {} warps and {} bytes does not fit an SM", warps, smem);
   const int grid = static_cast<int>(std::min<int64_t>(args.n_sets, int64_t{std::min(per_sm, occ)} * sms));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(32 * warps);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
-  CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
+  launch(kernel, dim3(static_cast<unsigned>(grid)), dim3(32 * warps), smem, stream, args);
 }
 
 template <GgmlType T>

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/mma_f16.cuh"
@@ -213,9 +214,69 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
   }
 }
 
+// f(std::integral_constant<int, B>{}) for the blocks B = 0 .. 7 of a k-tile, in that order (the
+// canonical order's; B a constant so each block's decode resolves its offsets at compile time).
+template <typename F, int... B>
+__device__ __forceinline__ void each_block_in(F& f, std::integer_sequence<int, B...>) {
+  (f(std::integral_constant<int, B>{}), ...);
+}
+template <typename F>
+__device__ __forceinline__ void for_each_block(F&& f) {
+  each_block_in(f, std::make_integer_sequence<int, kTileBlocks>{});
+}
+
 // F32: the hi and lo fragments of block B (four products chained).
 __device__ __forceinline__ void decode_block_f32(const uint8_t* wl, int B, int part, BlockFrags& fr) {
   pairs_to_frags(lds<uint4>(wl + (4 * B + 2 * part) * 512), lds<uint4>(wl + (4 * B + 2 * part + 1) * 512), fr);
+}
+
+// Block B's products for one m-tile and one n-tile, added to the lane's four outputs `acc` in
+// matmul_order.h's order: the tensor-core dots of the decoded fragments `fr` (F32: decoded here
+// from the lane's pieces at wl) with the activation fragment bf (bl: its low f16 parts, float
+// types; xs: the block sums of the lane's two columns, K-quants), then the block's epilogue.
+template <GgmlType T>
+__device__ __forceinline__ void block_products(const uint8_t* wl, int B, BlockFrags fr, const BlockScales& sc,
+                                               const uint4& bf, const uint4& bl, const float2& xs, float (&acc)[4]) {
+  const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float d[4];
+  [[maybe_unused]] float d2[4];
+  if constexpr (T == GgmlType::F32) {  // w_hi x_hi, w_hi x_lo, w_lo x_hi
+    decode_block_f32(wl, B, 0, fr);
+    mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+    mma_16816(d, fr.a[1], bf.z, bf.w, d);
+    mma_16816(d, fr.a[0], bl.x, bl.y, d);
+    mma_16816(d, fr.a[1], bl.z, bl.w, d);
+    decode_block_f32(wl, B, 1, fr);
+    mma_16816(d, fr.a[0], bf.x, bf.y, d);
+    mma_16816(d, fr.a[1], bf.z, bf.w, d);
+  } else if constexpr (TileSpec<T>::kUsesLo) {  // F16, BF16: w x_hi, w x_lo
+    mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+    mma_16816(d, fr.a[1], bf.z, bf.w, d);
+    mma_16816(d, fr.a[0], bl.x, bl.y, d);
+    mma_16816(d, fr.a[1], bl.z, bl.w, d);
+  } else if constexpr (T == GgmlType::Q6_K) {
+    mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+    mma_16816(d2, fr.a[1], bf.z, bf.w, zero);
+  } else {
+    mma_16816(d, fr.a[0], bf.x, bf.y, zero);
+    mma_16816(d, fr.a[1], bf.z, bf.w, d);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    [[maybe_unused]] const int h = i >> 1;
+    float& c = acc[i];
+    if constexpr (T == GgmlType::F16) {
+      c = __fadd_rn(c, d[i]);
+    } else if constexpr (T == GgmlType::Q6_K) {
+      c = __fmaf_rn(sc.s[h], d[i], c);
+      c = __fmaf_rn(sc.s2[h], d2[i], c);
+    } else if constexpr (TileSpec<T>::kUsesSums) {
+      c = __fmaf_rn(sc.s[h], d[i], c);
+      c = __fmaf_rn(sc.s2[h], (i & 1) ? xs.y : xs.x, c);
+    } else {
+      c = __fmaf_rn(sc.s[h], d[i], c);
+    }
+  }
 }
 
 }  // namespace memra::cuda

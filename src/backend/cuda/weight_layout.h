@@ -83,6 +83,12 @@ struct DevWeight {
   const uint8_t* data = nullptr;
 };
 
+// Whether one matrix of `a` and one of `b` have the same device type and tile geometry (a grouped
+// launch can take either as a slot's matrix).
+inline bool same_matrix_geometry(const DevWeight& a, const DevWeight& b) {
+  return a.type == b.type && a.n_in == b.n_in && a.n_out == b.n_out && a.group_stride == b.group_stride;
+}
+
 // Device type a file type is stored as (F16 for types without a tile format).
 GgmlType device_type(GgmlType file_type);
 // Fills geometry (not data) for a matrix of `file_type` [n_in, n_out, n_mat].
