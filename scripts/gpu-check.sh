@@ -61,8 +61,8 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   # The model tests again with each knob the other way: programmatic dependent launch off
-  # (MEMRA_CUDA_PDL, on by default).
-  for knob in MEMRA_CUDA_PDL=0; do
+  # (MEMRA_CUDA_PDL, on by default), the in-launch activation conversion on (MEMRA_CUDA_FUSE_ACT).
+  for knob in MEMRA_CUDA_PDL=0 MEMRA_CUDA_FUSE_ACT=1; do
     echo "== GPU model tests with $knob"
     env "$knob" "$BUILD/memra_tests" --gtest_filter="GpuModel*:GpuSampling*-GpuModel.Synth9b*$excl" --gtest_brief=1 2>&1 \
       | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
