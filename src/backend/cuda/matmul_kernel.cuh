@@ -304,12 +304,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   auto total = [&](int m, int n, int i) {
     if (a.segs == 1) return acc[m][n][i];
     float* p = part + ((m * NT + n) * 4 + i) * 32;
-    auto pair = [&](int s) { return __fadd_rn(*cluster_map(p, s), *cluster_map(p, s + 1)); };
-    const float p01 = pair(0);
-    if (a.segs == 2) return p01;
-    const float p03 = __fadd_rn(p01, pair(2));
-    if (a.segs == 4) return p03;
-    return __fadd_rn(p03, __fadd_rn(pair(4), pair(6)));
+    return segment_tree(a.segs, [&](int s) { return *cluster_map(p, s); });
   };
 
   // Epilogue: scale by the row exponent, then store / accumulate / SwiGLU.

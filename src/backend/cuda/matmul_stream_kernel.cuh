@@ -35,7 +35,6 @@
 namespace memra::cuda::matmul_impl {
 
 constexpr int kStreamMaxStages = 8;
-constexpr int kStreamMaxRows = 8;
 
 // Shared memory of a streaming block (bytes): the activation rows of every k-tile (hi, lo, sums),
 // the segment partials, then each warp's ring.
@@ -252,11 +251,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
       auto total = [&](int m, int i) {
         if (segs == 1) return acc[m][i];
         auto p = [&](int s) { return red[((warp + s) * MT * 4 + m * 4 + i) * 32 + lane]; };
-        const float p01 = __fadd_rn(p(0), p(1));
-        if (segs == 2) return p01;
-        const float p03 = __fadd_rn(p01, __fadd_rn(p(2), p(3)));
-        if (segs == 4) return p03;
-        return __fadd_rn(p03, __fadd_rn(__fadd_rn(p(4), p(5)), __fadd_rn(p(6), p(7))));
+        return segment_tree(segs, p);
       };
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -297,8 +292,14 @@ void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaS
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     configured = smem;
   }
-  int occ = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 32 * warps, smem));
+  // Blocks an SM holds, asked once per block shape (a launch's plan repeats every decode step).
+  static size_t occ_smem = 0;
+  static int occ_warps = 0, occ = 0;
+  if (smem != occ_smem || warps != occ_warps) {
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 32 * warps, smem));
+    occ_smem = smem;
+    occ_warps = warps;
+  }
   MEMRA_ASSERT(occ >= 1, "matmul: a streaming block of {} warps and {} bytes does not fit an SM", warps, smem);
   const int grid = static_cast<int>(std::min<int64_t>(args.n_sets, int64_t{std::min(per_sm, occ)} * sms));
   launch(kernel, dim3(static_cast<unsigned>(grid)), dim3(32 * warps), smem, stream, args);

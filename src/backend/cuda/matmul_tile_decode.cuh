@@ -225,6 +225,17 @@ __device__ __forceinline__ void for_each_block(F&& f) {
   each_block_in(f, std::make_integer_sequence<int, kTileBlocks>{});
 }
 
+// The K segments' partials p(0) .. p(segs - 1) of one output in matmul_order.h's tree:
+// P0 + P1 (2 segments), ((P0 + P1) + (P2 + P3)) + ((P4 + P5) + (P6 + P7)) (8; k_segments gives
+// no other count above 1).
+template <typename Partial>
+__device__ __forceinline__ float segment_tree(int segs, const Partial& p) {
+  auto pair = [&](int s) { return __fadd_rn(p(s), p(s + 1)); };
+  const float p01 = pair(0);
+  if (segs == 2) return p01;
+  return __fadd_rn(__fadd_rn(p01, pair(2)), __fadd_rn(pair(4), pair(6)));
+}
+
 // F32: the hi and lo fragments of block B (four products chained).
 __device__ __forceinline__ void decode_block_f32(const uint8_t* wl, int B, int part, BlockFrags& fr) {
   pairs_to_frags(lds<uint4>(wl + (4 * B + 2 * part) * 512), lds<uint4>(wl + (4 * B + 2 * part + 1) * 512), fr);
