@@ -61,8 +61,8 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   # The model tests again with each knob the other way: programmatic dependent launch off
-  # (MEMRA_CUDA_PDL, on by default), the in-launch activation conversion on (MEMRA_CUDA_FUSE_ACT).
-  for knob in MEMRA_CUDA_PDL=0 MEMRA_CUDA_FUSE_ACT=1; do
+  # (MEMRA_CUDA_PDL, on by default).
+  for knob in MEMRA_CUDA_PDL=0; do
     echo "== GPU model tests with $knob"
     env "$knob" "$BUILD/memra_tests" --gtest_filter="GpuModel*:GpuSampling*-GpuModel.Synth9b*$excl" --gtest_brief=1 2>&1 \
       | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
@@ -91,13 +91,12 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
     # The knobs the other way, measured against the rows above (rows marked with the knob):
-    # programmatic dependent launch off and the in-launch activation conversion on (the Q4_0
-    # models); the 8-bit KV cache at depth.
+    # programmatic dependent launch off (the Q4_0 models); the 8-bit KV cache at depth.
     [ "$3" = q4_0 ] || { echo >> "$MD"; continue; }
     MEMRA_CUDA_KV=q8_0 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS" --ctx 8192 \
       --jsonl "$JSONL.kv-q8" | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| tg128 /| tg128 kv-q8 /' \
       | tee -a "$MD"
-    for variant in "no-pdl MEMRA_CUDA_PDL=0" "fuse-act MEMRA_CUDA_FUSE_ACT=1"; do
+    for variant in "no-pdl MEMRA_CUDA_PDL=0"; do
       set -- $variant
       tag=$1
       shift

@@ -124,56 +124,6 @@ TEST(GpuMatmul, FusedLaunchesMatchSeparateOnes) {
   }
 }
 
-// MEMRA_CUDA_FUSE_ACT: a one-row launch that converts its float input itself (the streaming
-// kernel) gives the bits of converting it first (act_f16), for every weight type, both K-segment
-// counts, a multi-projection launch (which converts first inside the launch call) and SwiGLU.
-TEST(GpuMatmul, InLaunchConversionMatchesConvertingFirst) {
-  MEMRA_GPU_OR_SKIP(gpu);
-  CudaOptions options = test::gpu_options();
-  options.fuse_act = true;
-  options.scratch_mb = 256;
-  auto fused = test::make_gpu_backend(options);
-  ASSERT_TRUE(fused);
-  const std::vector<int64_t> widths = emulated() ? std::vector<int64_t>{2048} : std::vector<int64_t>{4096, 12288};
-  for (int64_t n_in : widths) {
-    auto x = test::normal_floats(static_cast<size_t>(n_in), 1.0f, 42);
-    x[7] = 3.0e4f;  // an outlier sets the row's exponent
-    for (GgmlType t : kTypes) {
-      HostWeight w = make_weight(t, n_in, 48, 41);
-      auto plain = run_matmul(*gpu, w, x, 1), mine = run_matmul(*fused, w, x, 1);
-      EXPECT_EQ(0, std::memcmp(plain.data(), mine.data(), plain.size() * sizeof(float)))
-          << quant::type_name(t) << " n_in " << n_in;
-    }
-  }
-  const int64_t n_in = widths[0], n_ff = 64;
-  auto x = test::normal_floats(static_cast<size_t>(n_in), 1.0f, 43);
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q6_K}) {
-    HostWeight a = make_weight(t, n_in, 32, 44), b = make_weight(t, n_in, 16, 45);
-    HostWeight g = make_weight(t, n_in, n_ff, 46), u = make_weight(t, n_in, n_ff, 47);
-    std::vector<float> results[2][3];
-    Backend* backends[2] = {gpu.get(), fused.get()};
-    for (int i = 0; i < 2; ++i) {
-      Backend& be = *backends[i];
-      WeightRef wa = a.ref, wb = b.ref, wg = g.ref, wu = u.ref;
-      be.upload_matrix(wa, a.bytes.data());
-      be.upload_matrix(wb, b.bytes.data());
-      be.upload_matrix(wg, g.bytes.data());
-      be.upload_matrix(wu, u.bytes.data());
-      test::DevFloats dx(be, x), oa(be, 32), ob(be, 16), act(be, n_ff);
-      be.reset_scratch();
-      const Backend::MatmulOut outs[2] = {{&wa, oa.get()}, {&wb, ob.get()}};
-      be.matmul_multi(dx.get(), 1, outs, 2);
-      be.swiglu(wg, wu, dx.get(), act.get(), 1);
-      results[i][0] = oa.download();
-      results[i][1] = ob.download();
-      results[i][2] = act.download();
-    }
-    for (int k = 0; k < 3; ++k)
-      EXPECT_EQ(0, std::memcmp(results[0][k].data(), results[1][k].data(), results[0][k].size() * sizeof(float)))
-          << quant::type_name(t) << (k < 2 ? " multi-projection launch" : " swiglu");
-  }
-}
-
 // The matmul form the RMSNorm writes beside its output (reused when the caller hands the norm's
 // token to the matmul) has the bits of converting that output afresh.
 TEST(GpuMatmul, NormTokenReuseMatchesConverting) {

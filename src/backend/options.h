@@ -20,7 +20,6 @@ struct CudaOptions {
   bool pdl = true;                   // MEMRA_CUDA_PDL: programmatic dependent launch
   GgmlType kv_type = GgmlType::F16;  // MEMRA_CUDA_KV: F16, or Q8_0 (8-bit blocks, f16 scale per 32)
   bool profile = false;              // MEMRA_CUDA_PROFILE: per-op GPU times at exit (no graphs)
-  bool fuse_act = false;             // MEMRA_CUDA_FUSE_ACT: one-row matmuls convert their input in the launch
   bool operator==(const CudaOptions&) const = default;
 };
 

@@ -31,9 +31,6 @@ constexpr Knob kKnobs[] = {
      "and traffic)",
      "f16|q8_0"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
-    {"MEMRA_CUDA_FUSE_ACT", Kind::Bool, "0", 0, 1,
-     "one-row matmuls on the streaming kernel convert their float input to the f16 form themselves (no "
-     "act_f16 launch; bit-identical); off until measured on a GPU"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
     {"MEMRA_PREFIX_CACHE_MB", Kind::Int, "4096", 0, int64_t{1} << 30,
      "prefix reuse pool (MiB of device memory: recurrent-state snapshots + parked KV); 0: no reuse"},

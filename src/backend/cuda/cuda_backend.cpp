@@ -69,7 +69,6 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
     fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = options.graphs;
-  fuse_act_ = options.fuse_act;
   set_pdl_enabled(options.pdl);
   kv_type_ = options.kv_type;
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
@@ -354,7 +353,7 @@ void CudaBackend::graph_end() {
 
 // ---- ops ----
 
-F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols, bool one_launch) {
+F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols) {
   if (in.norm_token != 0) {
     MEMRA_ASSERT(in.norm_token == norm_form_.token && in.x == norm_form_.x && rows == norm_form_.act.rows &&
                      cols == norm_form_.act.cols,
@@ -363,6 +362,7 @@ F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols, bool 
     return norm_form_.act;
   }
   const float* x = in.x;
+  OpProfiler::Scope prof(profiler_, "act_f16", 0);
   F16Act a;
   a.rows = rows;
   a.cols = cols;
@@ -371,11 +371,6 @@ F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols, bool 
   a.frag_lo = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
   a.sums = scratch(act_f16_sums_bytes(rows, cols) / sizeof(float));
   a.exps = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
-  if (fuse_act_ && one_launch && rows == 1) {
-    a.pending = x;  // the launch converts it (MEMRA_CUDA_FUSE_ACT)
-    return a;
-  }
-  OpProfiler::Scope prof(profiler_, "act_f16", 0);
   act_f16(x, a, stream_);
   return a;
 }
@@ -427,7 +422,7 @@ void CudaBackend::matmul(const WeightRef& w, MatmulInput x, float* out, int64_t 
   }
   const DevWeight& dw = dev_weight(w);
   MEMRA_ASSERT(out != x.x, "matmul output aliases its input");
-  const F16Act a = activation(x, rows, dw.n_in, true);
+  const F16Act a = activation(x, rows, dw.n_in);
   OpProfiler::Scope prof(profiler_, fmt::format("matmul {} {} r{}", w.name, quant::type_name(dw.type), rows),
                          static_cast<double>(dw.mat_stride));
   const MatmulTarget t{&dw, mat, out, dw.n_out, accumulate};
@@ -444,7 +439,7 @@ void CudaBackend::matmul_multi(MatmulInput x, int64_t rows, const MatmulOut* out
   double group_bytes = 0;
   auto flush = [&] {
     if (group.empty()) return;
-    const F16Act a = activation(x, rows, group[0].w->n_in, true);
+    const F16Act a = activation(x, rows, group[0].w->n_in);
     OpProfiler::Scope prof(profiler_, group_name, group_bytes);
     cuda::matmul(group.data(), static_cast<int>(group.size()), a, stream_);
     group.clear();
@@ -474,7 +469,7 @@ void CudaBackend::swiglu(const WeightRef& gate, const WeightRef& up, MatmulInput
     Backend::swiglu(gate, up, x, act, rows);
     return;
   }
-  const F16Act a = activation(x, rows, g.n_in, true);
+  const F16Act a = activation(x, rows, g.n_in);
   OpProfiler::Scope prof(profiler_, fmt::format("swiglu gate+up {} r{}", quant::type_name(g.type), rows),
                          static_cast<double>(g.mat_stride + u.mat_stride));
   matmul_swiglu(g, u, a, act, stream_);

@@ -79,9 +79,7 @@ class CudaBackend final : public Backend {
  private:
   // The f16 form of x (rows x cols) for the matmuls: the one the last rms_norm wrote when x carries
   // its token, else converted now into step scratch.
-  // `one_launch`: exactly one matmul launch consumes the result, so a one-row input may be left
-  // for that launch to convert (F16Act::pending, MEMRA_CUDA_FUSE_ACT).
-  F16Act activation(MatmulInput x, int64_t rows, int64_t cols, bool one_launch = false);
+  F16Act activation(MatmulInput x, int64_t rows, int64_t cols);
   const float* inv_freq(int n_rot, float theta);
 
   cudaStream_t stream_ = nullptr;
@@ -100,7 +98,6 @@ class CudaBackend final : public Backend {
   std::unordered_map<uint64_t, float*> inv_freq_;
   // recorded decode steps
   bool graphs_enabled_ = true;
-  bool fuse_act_ = false;  // MEMRA_CUDA_FUSE_ACT
   std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
   uint64_t capturing_key_ = 0;
   bool capturing_ = false;

@@ -163,10 +163,7 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
   return false;
 }
 
-// x: the launch's activations (base_args filled args from it); a pending form is converted here
-// (act_f16) unless the streaming kernel takes the float row itself.
-void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, const F16Act& x,
-         cudaStream_t stream) {
+void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
   args.segs = k_segments(args.n_kt);
   args.n_targets = n;
   {
@@ -176,8 +173,6 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
       for (int i = 0; i < n; ++i) args.tile_begin[i + 1] = args.tile_begin[i] + static_cast<int>(groups[i]);
       for (int i = n; i < kMaxTargets; ++i) args.tile_begin[i + 1] = args.tile_begin[n];
       args.n_targets = n;
-      args.x_rows = x.pending;
-      args.cols = x.cols;
       const int sms = sm_count();
       switch (type) {
         case GgmlType::Q4_0: launch_stream_type<GgmlType::Q4_0>(args, warps, per_sm, sms, stream); break;
@@ -193,11 +188,6 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
       CUDA_LAUNCH_CHECK();
       return;
     }
-  }
-  if (x.pending) {
-    F16Act form = x;
-    form.pending = nullptr;
-    act_f16(x.pending, form, stream);
   }
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
   Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0);
@@ -273,7 +263,7 @@ void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t st
     groups_total += w.n_rg;
   }
   a.swiglu = 0;
-  run(a, w0.type, groups_total, groups, n, x, stream);
+  run(a, w0.type, groups_total, groups, n, stream);
 }
 
 void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, float* act, cudaStream_t stream) {
@@ -283,7 +273,7 @@ void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, 
   a.t[0] = Target{gate.data, up.data, act, gate.n_out, gate.n_out, static_cast<int>(gate.n_rg), 0};
   a.swiglu = 1;
   const int64_t groups[1] = {gate.n_rg};
-  run(a, gate.type, gate.n_rg, groups, 1, x, stream);
+  run(a, gate.type, gate.n_rg, groups, 1, stream);
 }
 
 void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, const GroupedRows& g, float* out,
@@ -312,7 +302,7 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
   a.groups = g.groups;
   // The warps choice counts every group's rows as if all groups were full.
   const int64_t groups[1] = {w.n_rg};
-  run(a, w.type, w.n_rg * g.groups, groups, 1, x, stream);
+  run(a, w.type, w.n_rg * g.groups, groups, 1, stream);
 }
 
 }  // namespace memra::cuda

@@ -30,10 +30,6 @@ struct F16Act {
   float* sums = nullptr;
   int32_t* exps = nullptr;
   int64_t rows = 0, cols = 0, n_kt = 0;
-  // Non-null: the form is not written yet; these are its float rows (rows x cols). The one matmul
-  // launch that consumes it converts them itself where its kernel can (the streaming kernel: the
-  // same bits as act_f16), else runs act_f16 into the arrays above first.
-  const float* pending = nullptr;
 };
 // Bytes of each array for rows x cols (frag_lo: as frag).
 size_t act_f16_frag_bytes(int64_t rows, int64_t cols);

@@ -66,10 +66,6 @@ struct Args {
   int set_rgs;
   int n_sets;
   int stages;
-  // Non-null (one row, streaming kernel only): the activation row as floats, `cols` of them, not
-  // yet in the f16 form: each block converts it (act_f16's bits) instead of copying the form.
-  const float* x_rows;
-  int64_t cols;
 };
 
 template <GgmlType T, int MT, int NT>

@@ -27,9 +27,12 @@
 //     (k_matmul.cu), from 3 to kStreamMaxStages.
 // What it showed: 3-8 k-tiles in flight a warp instead of one moved the one-row matmuls by only
 // 3-10%, so that kernel is bound by instruction issue (~330 a Q4_0 k-tile), not bytes in flight.
+// Converting the float row to the f16 form inside this kernel (each block: the row's largest
+// magnitude, then act_f16's conversion; no act_f16 launch) gave the same bits and ran slower: 9B
+// Q4_0 tg128 B = 1 369.8 -> 343.2 tok/s (H200, 2026-12-02; ffn_down 24 -> 26.8 us: every block
+// reads and converts the whole row), so the form is made once, by act_f16 or the RMSNorm.
 #pragma once
 
-#include "backend/cuda/act_f16.cuh"
 #include "backend/cuda/matmul_kernel.cuh"
 
 namespace memra::cuda::matmul_impl {
@@ -134,35 +137,8 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   for (int s = 0; s < stages - 1; ++s) issue();
   pdl_wait();
   pdl_launch_dependents();
-  // The activation rows of every k-tile, [kt][b][row][t] (16 bytes each), the sums [kt][b][8]:
-  // converted here from the float row (act_f16's code: its largest magnitude, then one warp a
-  // k-tile), or copied from the f16 form.
-  int row_exp = 0;
-  if (a.x_rows) {
-    __shared__ float red_max[32];
-    const float* xr = a.x_rows;
-    const int64_t cols = a.cols;
-    const bool vec = chunks_vectorizable(xr, cols);
-    const int64_t n_chunks = (cols + 3) / 4;
-    float m = 0.0f;
-    for (int64_t c = tid; c < n_chunks; c += blockDim.x) m = abs_max4(m, load_chunk(xr, c, cols, vec));
-    m = block_max(m, red_max);
-    row_exp = scale_exponent(m);
-    const float inv = exp2_int(-row_exp);
-    for (int kt = warp; kt < n_kt; kt += n_warps) {
-      convert_act_tile(
-          [&](int64_t k) { return xr[k]; }, true, inv, cols, kt, nullptr,
-          [&](int b, int tt, const uint4& hi, [[maybe_unused]] const uint4& lo) {
-            const int off = kt * 512 + b * 64 + tt * 16;  // one row: [kt][b][t]
-            *reinterpret_cast<uint4*>(smem + L.act + off) = hi;
-            if constexpr (S::kUsesLo) *reinterpret_cast<uint4*>(smem + L.act_lo + off) = lo;
-          },
-          [&]([[maybe_unused]] int b, [[maybe_unused]] float s) {
-            if constexpr (S::kUsesSums) reinterpret_cast<float*>(smem + L.sums)[(kt * 8 + b) * 8] = s;
-          });
-    }
-    __syncthreads();
-  } else {
+  // The activation rows of every k-tile, [kt][b][row][t] (16 bytes each), the sums [kt][b][8].
+  {
     const int chunks = n_kt * rc * 32;
     for (int c = tid; c < chunks; c += blockDim.x) {
       const int kt = c / (rc * 32), rem = c % (rc * 32);
@@ -258,7 +234,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
         const int lr = 2 * t + (i & 1);
         const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * (i >> 1);
         if (lr >= rc || j >= tg.n_out) continue;
-        const float scale = exp2_int(a.x_rows ? row_exp : a.exps[lr]);
+        const float scale = exp2_int(a.exps[lr]);
         float* orow = tg.out + lr * tg.out_stride;
         const float v = __fmul_rn(total(0, i), scale);
         if constexpr (SW) {
