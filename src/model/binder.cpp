@@ -21,6 +21,24 @@ std::string shape_str(const int64_t* ne, int n) {
 }
 }  // namespace
 
+TensorBinder::TensorBinder(const gguf::File& file, Backend& backend, Model& model)
+    : file_(file), backend_(backend), model_(model) {
+  for (const auto& t : file_.tensors()) file_bytes_ += t.n_bytes;
+  start_ = last_report_ = std::chrono::steady_clock::now();
+}
+
+void TensorBinder::progress(uint64_t bytes) {
+  constexpr auto kFirst = std::chrono::seconds(5), kEvery = std::chrono::seconds(10);
+  bound_bytes_ += bytes;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - start_ < kFirst || (reported_ && now - last_report_ < kEvery)) return;
+  reported_ = true;
+  last_report_ = now;
+  const double s = std::chrono::duration<double>(now - start_).count();
+  fmt::print(stderr, "memra: loading weights: {:.1f} of {:.1f} GB ({:.0f}%), {:.0f} s\n", bound_bytes_ / 1e9,
+             file_bytes_ / 1e9, file_bytes_ ? 100.0 * static_cast<double>(bound_bytes_) / file_bytes_ : 100.0, s);
+}
+
 const gguf::TensorInfo& TensorBinder::find(const std::string& name) const {
   const gguf::TensorInfo* t = file_.find_tensor(name);
   if (!t) fail("{}: tensor '{}' is missing (architecture {})", file_.path(), name, model_.cfg_.arch_str);
@@ -55,6 +73,7 @@ WeightRef TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_
   w.name = name;
   model_.total_weight_bytes_ += t.n_bytes;
   used_.push_back(name);
+  progress(t.n_bytes);
   return w;
 }
 
@@ -85,6 +104,7 @@ VecRef TensorBinder::vec_shaped(const std::string& name, std::vector<int64_t> ne
   model_.owned_.push_back(dev);
   model_.total_weight_bytes_ += t.n_bytes;
   used_.push_back(name);
+  progress(t.n_bytes);
   return VecRef{static_cast<const float*>(dev), n};
 }
 
@@ -103,6 +123,11 @@ void TensorBinder::check_fits() const {
 }
 
 void TensorBinder::check_all_used() const {
+  if (reported_) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    fmt::print(stderr, "memra: loaded {:.1f} GB of weights in {:.0f} s ({:.2f} GB/s)\n", bound_bytes_ / 1e9, s,
+               bound_bytes_ / 1e9 / std::max(s, 1e-9));
+  }
   for (const auto& t : file_.tensors()) {
     if (std::find(used_.begin(), used_.end(), t.name) == used_.end())
       fail("{}: tensor '{}' is not used by the {} architecture as memra reads it; the file may be of a "

@@ -2,6 +2,8 @@
 // implies, and uploads them to the backend.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,7 +19,7 @@ class Model;
 
 class TensorBinder {
  public:
-  TensorBinder(const gguf::File& file, Backend& backend, Model& model) : file_(file), backend_(backend), model_(model) {}
+  TensorBinder(const gguf::File& file, Backend& backend, Model& model);
   // A 2-D (or 3-D for expert stacks) weight of ggml shape [n_in, n_out(, n_mat)].
   WeightRef matrix(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_mat = 1);
   // Same, but absent is fine (returns an invalid ref).
@@ -33,14 +35,21 @@ class TensorBinder {
   // (matrices in its layout, vectors as float32), before anything is uploaded.
   void check_fits() const;
   // Every tensor of the file must have been bound: leftovers mean we misread the architecture.
+  // Ends the load's progress report (a summary line when the load took long enough to report).
   void check_all_used() const;
 
  private:
   const gguf::TensorInfo& find(const std::string& name) const;
+  // Counts a bound tensor's bytes; a line on stderr every few seconds once the load is slow (a
+  // 67 GB model takes minutes to repack and copy to a GPU; a small one stays silent).
+  void progress(uint64_t bytes);
   const gguf::File& file_;
   Backend& backend_;
   Model& model_;
   std::vector<std::string> used_;
+  uint64_t file_bytes_ = 0, bound_bytes_ = 0;
+  std::chrono::steady_clock::time_point start_, last_report_;
+  bool reported_ = false;
 };
 
 // The pieces architectures bind with (model/layer_binders.cpp; names as llama.cpp writes them).
