@@ -116,6 +116,15 @@ std::unique_ptr<File> File::open_one(const std::string& path) {
   return f;
 }
 
+void File::prefetch(const TensorInfo& t) const {
+  const File& f = t.part == 0 ? *this : *parts_[t.part - 1];
+  if (!f.mapped_ || t.n_bytes == 0) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(f.data_ + t.offset) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(f.data_ + t.offset) + t.n_bytes;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+}
+
 std::unique_ptr<File> File::from_memory(const uint8_t* data, size_t size, std::string name) {
   std::unique_ptr<File> f(new File());
   f->path_ = std::move(name);

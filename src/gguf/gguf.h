@@ -111,6 +111,10 @@ class File {
   const uint8_t* tensor_data(const TensorInfo& t) const {
     return (t.part == 0 ? data_ : parts_[t.part - 1]->data_) + t.offset;
   }
+  // Asks the OS to start reading a tensor's bytes now, all of them (a mapped file: readahead of
+  // the whole range instead of page by page as a copy touches it). Advice only: nothing happens
+  // where it is not taken (a file in memory, an OS that refuses).
+  void prefetch(const TensorInfo& t) const;
   // Files of the model: 1, or split.count of a split model.
   size_t part_count() const { return parts_.size() + 1; }
   const uint8_t* data_section() const { return data_; }

@@ -19,11 +19,18 @@ std::string shape_str(const int64_t* ne, int n) {
   for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
   return s + "]";
 }
+bool earlier_in_file(const gguf::TensorInfo* a, const gguf::TensorInfo* b) {
+  return a->part != b->part ? a->part < b->part : a->offset < b->offset;
+}
 }  // namespace
 
 TensorBinder::TensorBinder(const gguf::File& file, Backend& backend, Model& model)
     : file_(file), backend_(backend), model_(model) {
-  for (const auto& t : file_.tensors()) file_bytes_ += t.n_bytes;
+  for (const auto& t : file_.tensors()) {
+    file_bytes_ += t.n_bytes;
+    file_order_.push_back(&t);
+  }
+  std::sort(file_order_.begin(), file_order_.end(), earlier_in_file);
   start_ = last_report_ = std::chrono::steady_clock::now();
 }
 
@@ -69,6 +76,13 @@ WeightRef TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_
   w.row_bytes = quant::row_bytes(t.type, n_in);
   w.mat_bytes = w.row_bytes * static_cast<size_t>(n_out);
   MEMRA_ASSERT(w.mat_bytes * static_cast<size_t>(n_mat) == t.n_bytes, "size mismatch for {}", name);
+  if (!backend_.is_cpu()) {
+    // A copying backend reads every byte now: ask for this tensor's bytes and the next one's in
+    // the file at once (on a disk, page-by-page faults from the repacking threads read slowly).
+    file_.prefetch(t);
+    auto it = std::lower_bound(file_order_.begin(), file_order_.end(), &t, earlier_in_file);
+    if (it != file_order_.end() && ++it != file_order_.end()) file_.prefetch(**it);
+  }
   backend_.upload_matrix(w, file_.tensor_data(t));
   w.name = name;
   model_.total_weight_bytes_ += t.n_bytes;

@@ -47,6 +47,9 @@ class TensorBinder {
   Backend& backend_;
   Model& model_;
   std::vector<std::string> used_;
+  // The file's tensors in the order of their bytes (part, offset): while one is uploaded, the
+  // next one's bytes are read ahead (a backend that copies weights reads the file once, in order).
+  std::vector<const gguf::TensorInfo*> file_order_;
   uint64_t file_bytes_ = 0, bound_bytes_ = 0;
   std::chrono::steady_clock::time_point start_, last_report_;
   bool reported_ = false;
