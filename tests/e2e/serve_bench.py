@@ -156,7 +156,7 @@ def main():
     print("\n".join(md))
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        stamp = datetime.datetime.utcnow().strftime("%Y-%m-%d-%H%M")
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d-%H%M")
         with open(os.path.join(args.out, f"{stamp}-serve.md"), "w") as f:
             f.write("\n".join(banner + [""] + md) + "\n")
         with open(os.path.join(args.out, f"{stamp}-serve.jsonl"), "a") as f:
