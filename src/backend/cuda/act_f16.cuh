@@ -44,18 +44,17 @@ __device__ __forceinline__ float abs_max4(float m, float4 v) {
   return fmaxf(fmaxf(m, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
 }
 
-// Converts k-tile kt of one row with one warp (every lane calls it). elem(k) is element k of the
-// row for k < cols (called only for a valid row); inv = 2^-e_r. `out_row` (may be null): the row's
-// floats are also stored there (elem(k) as is), each element by exactly one lane. Results go to
-// the sinks, each piece from exactly one lane:
-//   piece(b, t, hi, lo): lane 4b + t's elements 32b + 2t + {0, 1, 8, 9, 16, 17, 24, 25} of the
-//         k-tile (the mma.sync B fragment of block b for the row's column), f16 hi parts and the
-//         f16 roundings of what they leave out (lo);
-//   sum(b, s): block b's 32 hi codes summed by warp_sum with element 32b + l in lane l.
-template <typename Elem, typename PieceSink, typename SumSink>
-__device__ __forceinline__ void convert_act_tile(const Elem& elem, bool valid, float inv, int64_t cols, int64_t kt,
-                                                 float* out_row, const PieceSink& piece, const SumSink& sum) {
+// Writes k-tile kt of row r with one warp (every lane calls it). elem(k) is element k of the row
+// for k < a.cols (called only for a valid row); inv = 2^-e_r. `out_row` (may be null): the row's
+// floats are also stored there (elem(k) as is), each element by exactly one lane.
+//   frag: lane 4b + t holds elements 32b + 2t + {0, 1, 8, 9, 16, 17, 24, 25} of the k-tile (the
+//         mma.sync B fragment of block b for column g = r % 8), hi f16 parts; frag_lo the low parts.
+//   sums: block b's 32 hi codes summed by warp_sum with element 32b + l in lane l.
+template <typename Elem>
+__device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
+                                               int64_t kt, float* out_row) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int64_t cols = a.cols, n8 = r / 8, g = r % 8;
   auto scaled = [&](int64_t k) { return valid && k < cols ? __fmul_rn(elem(k), inv) : 0.0f; };
   auto hi_of = [](float v) { return __float2half_rn(v); };
   // x' - hi is exact in float (hi is x' rounded to 11 bits); lo is its f16 rounding.
@@ -73,7 +72,9 @@ __device__ __forceinline__ void convert_act_tile(const Elem& elem, bool valid, f
       w[p] = static_cast<uint32_t>(__half_as_ushort(h0)) | static_cast<uint32_t>(__half_as_ushort(h1)) << 16;
       lo[p] = static_cast<uint32_t>(lo_bits(v0, h0)) | static_cast<uint32_t>(lo_bits(v1, h1)) << 16;
     }
-    piece(b, t, make_uint4(w[0], w[1], w[2], w[3]), make_uint4(lo[0], lo[1], lo[2], lo[3]));
+    const int64_t at = (((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t;
+    reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
   float s[kTileBlocks];
 #pragma unroll
@@ -86,22 +87,7 @@ __device__ __forceinline__ void convert_act_tile(const Elem& elem, bool valid, f
   for (int b = 0; b < kTileBlocks; ++b) s[b] = warp_sum(s[b]);
   if (lane == 0)
 #pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) sum(b, s[b]);
-}
-
-// k-tile kt of row r into the F16Act arrays (frag, frag_lo, sums).
-template <typename Elem>
-__device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
-                                               int64_t kt, float* out_row) {
-  const int64_t n8 = r / 8, g = r % 8;
-  convert_act_tile(
-      elem, valid, inv, a.cols, kt, out_row,
-      [&](int b, int t, const uint4& hi, const uint4& lo) {
-        const int64_t at = (((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t;
-        reinterpret_cast<uint4*>(a.frag)[at] = hi;
-        reinterpret_cast<uint4*>(a.frag_lo)[at] = lo;
-      },
-      [&](int b, float s) { a.sums[((n8 * a.n_kt + kt) * 8 + b) * 8 + g] = s; });
+    for (int b = 0; b < kTileBlocks; ++b) a.sums[((n8 * a.n_kt + kt) * 8 + b) * 8 + g] = s[b];
 }
 
 }  // namespace memra::cuda
