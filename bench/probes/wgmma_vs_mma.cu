@@ -6,6 +6,9 @@
 // and the host compares them bit for bit, and both against a float64 sum (to check the shared
 // memory layout and descriptor; |err| <= 2^-20 sum |a b|). Build:
 //   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 bench/probes/wgmma_vs_mma.cu -o /tmp/wgmma_probe
+// Result (H200, 2026-12-03): 0 of 33,554,432 outputs differ; descriptor LBO 128 / SBO 256 right,
+// swapped all wrong (bench/results/2026-12-03-0500-h200-session13.md). The kernel built on it:
+// bench/notes/experiments/2026-12-03-wgmma-kernel.patch.
 #include <cuda_fp16.h>
 #include <cstdint>
 #include <cstdio>

@@ -18,7 +18,6 @@ struct CudaOptions {
   int64_t scratch_mb = 2048;         // MEMRA_CUDA_SCRATCH_MB: the arena for one step's activations
   bool graphs = true;                // MEMRA_CUDA_GRAPHS: record decode steps as graphs and replay them
   bool pdl = true;                   // MEMRA_CUDA_PDL: programmatic dependent launch
-  int64_t wgmma_min_rows = 9;        // MEMRA_CUDA_WGMMA: batches from this many rows on the warpgroup kernel
   GgmlType kv_type = GgmlType::F16;  // MEMRA_CUDA_KV: F16, or Q8_0 (8-bit blocks, f16 scale per 32)
   bool profile = false;              // MEMRA_CUDA_PROFILE: per-op GPU times at exit (no graphs)
   bool operator==(const CudaOptions&) const = default;

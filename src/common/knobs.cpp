@@ -26,9 +26,6 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_PDL", Kind::Bool, "1", 0, 1,
      "programmatic dependent launch: a kernel starts (and loads its weights) while the previous one ends "
      "(measured 2026-12-01: +7% tg128 on 9B Q4_0, bit-identical)"},
-    {"MEMRA_CUDA_WGMMA", Kind::Int, "9", 0, 1 << 30,
-     "matmuls of at least this many rows (Q4_0, Q8_0, Q6_K) use the warpgroup (wgmma) kernel; 0: never. "
-     "Same bits either way"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)",

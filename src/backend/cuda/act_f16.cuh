@@ -49,7 +49,6 @@ __device__ __forceinline__ float abs_max4(float m, float4 v) {
 // floats are also stored there (elem(k) as is), each element by exactly one lane.
 //   frag: lane 4b + t holds elements 32b + 2t + {0, 1, 8, 9, 16, 17, 24, 25} of the k-tile (the
 //         mma.sync B fragment of block b for column g = r % 8), hi f16 parts; frag_lo the low parts.
-//   rowmajor (may be null): the same hi halves in row order, rows < a.rows only.
 //   sums: block b's 32 hi codes summed by warp_sum with element 32b + l in lane l.
 template <typename Elem>
 __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
@@ -75,11 +74,6 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
     }
     const int64_t at = (((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t;
     reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
-    if (a.rowmajor != nullptr && r < a.rows) {
-      uint32_t* rm = reinterpret_cast<uint32_t*>(a.rowmajor) + (r * a.n_kt * kTileK + k0) / 2;
-#pragma unroll
-      for (int p = 0; p < 4; ++p) rm[4 * p] = w[p];
-    }
     reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
   float s[kTileBlocks];

@@ -62,10 +62,6 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   device_name_ = prop.name;
-  if (prop.major != 9 || prop.minor != 0)
-    fail("CUDA: this build's kernels are for sm_90a (H100 / H200); {} is sm_{}{}: run with --device cpu "
-         "(MEMRA_DEVICE=cpu)",
-         prop.name, prop.major, prop.minor);
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   arena_size_ = static_cast<size_t>(options.scratch_mb) << 20;
   void* p = nullptr;
@@ -74,7 +70,6 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = options.graphs;
   set_pdl_enabled(options.pdl);
-  set_wg_min_rows(options.wgmma_min_rows);
   kv_type_ = options.kv_type;
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
     fail("MEMRA_CUDA_KV={} is not a CUDA KV cache type: use f16 or q8_0", quant::type_name(kv_type_));
@@ -376,8 +371,6 @@ F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols) {
   a.frag_lo = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
   a.sums = scratch(act_f16_sums_bytes(rows, cols) / sizeof(float));
   a.exps = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
-  if (wg_min_rows() > 0 && rows >= wg_min_rows())
-    a.rowmajor = reinterpret_cast<uint8_t*>(scratch((act_f16_rowmajor_bytes(rows, cols) + 3) / sizeof(float)));
   act_f16(x, a, stream_);
   return a;
 }
@@ -401,10 +394,7 @@ uint64_t CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int6
 F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   const size_t frag = (act_f16_frag_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
   const size_t sums = (act_f16_sums_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
-  const bool rowmajor = wg_min_rows() > 0 && rows >= wg_min_rows();
-  const size_t rm = rowmajor ? (act_f16_rowmajor_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign : 0;
-  const size_t exps = (static_cast<size_t>(rows) * 4 + kAlign - 1) / kAlign * kAlign;
-  const size_t need = 2 * frag + sums + exps + rm;
+  const size_t need = 2 * frag + sums + static_cast<size_t>(rows) * 4;
   if (need > act_slot_bytes_) {
     MEMRA_ASSERT(!capturing_, "activation slot grew during graph capture");
     drop_graphs();  // recorded steps write the old slot
@@ -420,7 +410,6 @@ F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   a.frag_lo = act_slot_ + frag;
   a.sums = reinterpret_cast<float*>(act_slot_ + 2 * frag);
   a.exps = reinterpret_cast<int32_t*>(act_slot_ + 2 * frag + sums);
-  if (rowmajor) a.rowmajor = act_slot_ + 2 * frag + sums + exps;
   return a;
 }
 

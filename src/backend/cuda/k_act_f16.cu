@@ -36,10 +36,6 @@ size_t act_f16_sums_bytes(int64_t rows, int64_t cols) {
   return static_cast<size_t>((rows + 7) / 8 * 8) * static_cast<size_t>(k_tiles(cols)) * kTileBlocks * 4;
 }
 
-size_t act_f16_rowmajor_bytes(int64_t rows, int64_t cols) {
-  return static_cast<size_t>(rows) * static_cast<size_t>(k_tiles(cols)) * kTileK * 2;
-}
-
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {
   MEMRA_ASSERT(out.n_kt == k_tiles(out.cols) && out.frag && out.frag_lo && out.sums && out.exps);
   if (out.rows == 0) return;

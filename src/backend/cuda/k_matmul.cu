@@ -19,7 +19,6 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/matmul_kernel.cuh"
 #include "backend/cuda/matmul_stream_kernel.cuh"
-#include "backend/cuda/matmul_wg_kernel.cuh"
 
 namespace memra::cuda {
 
@@ -41,16 +40,7 @@ extern template void launch_stream_type<GgmlType::Q6_K>(const Args&, int, int, i
 extern template void launch_stream_type<GgmlType::F16>(const Args&, int, int, int, cudaStream_t);
 extern template void launch_stream_type<GgmlType::BF16>(const Args&, int, int, int, cudaStream_t);
 extern template void launch_stream_type<GgmlType::F32>(const Args&, int, int, int, cudaStream_t);
-extern template void launch_wg_type<GgmlType::Q4_0>(const Args&, int, int, int64_t, cudaStream_t);
-extern template void launch_wg_type<GgmlType::Q8_0>(const Args&, int, int, int64_t, cudaStream_t);
-extern template void launch_wg_type<GgmlType::Q6_K>(const Args&, int, int, int64_t, cudaStream_t);
 }  // namespace matmul_impl
-
-namespace {
-int64_t g_wg_min_rows = 0;  // MEMRA_CUDA_WGMMA sets it
-}  // namespace
-void set_wg_min_rows(int64_t rows) { g_wg_min_rows = rows; }
-int64_t wg_min_rows() { return g_wg_min_rows; }
 
 namespace {
 
@@ -173,40 +163,6 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
   return false;
 }
 
-// The warpgroup kernel (matmul_wg_kernel.cuh) for a batch of at least MEMRA_CUDA_WGMMA rows of a
-// type it decodes, ungrouped: 16, 32 or 64 activation rows a block (the emulation: 64), two row
-// groups a warp while that leaves every SM a block, else one.
-bool plan_wg(Args& args, GgmlType type, int64_t shape_rows, const int64_t* groups, int n, cudaStream_t stream) {
-  if (g_wg_min_rows <= 0 || shape_rows < g_wg_min_rows || !args.act_rm || args.grp_off || !wg_supports(type))
-    return false;
-  const int nr = kEmulated || shape_rows > 32 ? 64 : shape_rows > 16 ? 32 : 16;
-  const int64_t seq_tiles = (args.rows + nr - 1) / nr;
-  auto row_tiles = [&](int mt_rows) {
-    int64_t tiles = 0;
-    for (int i = 0; i < n; ++i) tiles += (groups[i] + 4 * mt_rows - 1) / (4 * mt_rows);
-    return tiles;
-  };
-  // Q6_K keeps one (two m-tiles of 64 rows spill registers: 255 with two dots a block).
-  const int mt = args.swiglu ? 2
-                 : type != GgmlType::Q6_K && seq_tiles * row_tiles(2) * args.segs >= sm_count() ? 2
-                                                                                                : 1;
-  const int mt_rows = args.swiglu ? 1 : mt;
-  args.tile_begin[0] = 0;
-  for (int i = 0; i < n; ++i)
-    args.tile_begin[i + 1] = args.tile_begin[i] + static_cast<int>((groups[i] + 4 * mt_rows - 1) / (4 * mt_rows));
-  for (int i = n; i < kMaxTargets; ++i) args.tile_begin[i + 1] = args.tile_begin[n];
-  args.n_targets = n;
-  const int64_t tiles = args.tile_begin[n];
-  switch (type) {
-    case GgmlType::Q4_0: launch_wg_type<GgmlType::Q4_0>(args, nr, mt, tiles, stream); break;
-    case GgmlType::Q8_0: launch_wg_type<GgmlType::Q8_0>(args, nr, mt, tiles, stream); break;
-    case GgmlType::Q6_K: launch_wg_type<GgmlType::Q6_K>(args, nr, mt, tiles, stream); break;
-    default: MEMRA_ASSERT(false, "matmul: no warpgroup kernel for this weight type");
-  }
-  CUDA_LAUNCH_CHECK();
-  return true;
-}
-
 void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
   args.segs = k_segments(args.n_kt);
   args.n_targets = n;
@@ -234,7 +190,6 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
     }
   }
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
-  if (plan_wg(args, type, shape_rows, groups, n, stream)) return;
   Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0);
   // A block stages every row its n-tiles cover: a grouped launch's group may hold more rows than
   // the shape was chosen for (the emulation's 8-n-tile shape for a 16-row choice read past the
@@ -282,7 +237,6 @@ Args base_args(const DevWeight& w, const F16Act& x) {
   a.rows = x.rows;
   a.groups = 1;
   a.act = x.frag;
-  a.act_rm = x.rowmajor;
   a.act_lo = x.frag_lo;
   a.sums = x.sums;
   a.exps = x.exps;

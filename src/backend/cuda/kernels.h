@@ -29,16 +29,11 @@ struct F16Act {
   uint8_t* frag_lo = nullptr;
   float* sums = nullptr;
   int32_t* exps = nullptr;
-  // Row-major hi halves, [rows][n_kt * 256] (x' of matmul_order.h, zero past cols), for the
-  // warpgroup kernel (matmul_wg_kernel.cuh); null when no launch of these rows uses it
-  // (rows < wg_min_rows()), and then not written.
-  uint8_t* rowmajor = nullptr;
   int64_t rows = 0, cols = 0, n_kt = 0;
 };
 // Bytes of each array for rows x cols (frag_lo: as frag).
 size_t act_f16_frag_bytes(int64_t rows, int64_t cols);
 size_t act_f16_sums_bytes(int64_t rows, int64_t cols);
-size_t act_f16_rowmajor_bytes(int64_t rows, int64_t cols);
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream);
 
 // ---- matmul (k_matmul.cu) ----
@@ -72,10 +67,6 @@ struct GroupedRows {
 // `shared` / `shared_up`: the matrices of slot -1 (w's type and geometry), or null.
 void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, const GroupedRows& g, float* out,
                     cudaStream_t stream, const DevWeight* shared = nullptr, const DevWeight* shared_up = nullptr);
-// MEMRA_CUDA_WGMMA: batches of at least this many rows (0: none) take the warpgroup kernel for the
-// types it decodes (Q4_0, Q8_0, Q6_K), reading F16Act::rowmajor.
-void set_wg_min_rows(int64_t rows);
-int64_t wg_min_rows();
 // MEMRA_CUDA_PDL: programmatic dependent launch for every kernel launched through launch.cuh.
 void set_pdl_enabled(bool on);
 

@@ -47,7 +47,6 @@ struct Args {
   int64_t shape_rows;   // rows the tile shape is chosen for (0: rows); grid x still covers rows
   int rows_cap;         // activation rows a block stages: min(8 NT, rows)
   const uint8_t* act;   // F16Act fragments
-  const uint8_t* act_rm;  // F16Act row-major halves (matmul_wg_kernel.cuh), or null
   const uint8_t* act_lo;
   const float* sums;
   const int32_t* exps;
