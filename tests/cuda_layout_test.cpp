@@ -62,6 +62,30 @@ TEST(CudaLayout, RepackRoundTripsEveryDeviceType) {
     check_type(t, 512, 37, 2);
 }
 
+TEST(CudaLayout, WordRepackEqualsThePerElementPathByteForByte) {
+  // The quantized types' word-at-a-time writers against the type-neutral path: every byte of the
+  // tiles (codes, padding codes, scales, fifth / high bits), whole and partial row groups and k-tiles.
+  struct Case {
+    GgmlType type;
+    int64_t n_in, rows;
+  };
+  for (const Case& c : {Case{GgmlType::Q4_0, 4096, 16}, Case{GgmlType::Q4_0, 96, 5}, Case{GgmlType::Q4_0, 800, 16},
+                        Case{GgmlType::Q8_0, 2048, 16}, Case{GgmlType::Q8_0, 160, 9}, Case{GgmlType::Q4_K, 1024, 16},
+                        Case{GgmlType::Q5_K, 1024, 11}, Case{GgmlType::Q6_K, 1024, 16}, Case{GgmlType::Q6_K, 512, 3}}) {
+    std::mt19937 rng(static_cast<uint32_t>(c.type) * 31 + static_cast<uint32_t>(c.n_in));
+    const size_t row_bytes = quant::row_bytes(c.type, c.n_in);
+    std::vector<uint8_t> file(row_bytes * static_cast<size_t>(c.rows));
+    for (auto& b : file) b = static_cast<uint8_t>(rng());  // any bits: the repack moves them unread
+    const cuda::DevWeight w = cuda::plan_layout(c.type, c.n_in, c.rows, 1);
+    std::vector<uint8_t> fast(static_cast<size_t>(w.group_stride), 0xAB), slow(static_cast<size_t>(w.group_stride), 0xCD);
+    cuda::repack_group(w, file.data(), static_cast<int64_t>(row_bytes), c.rows, fast.data());
+    cuda::repack_group_per_element(w, file.data(), static_cast<int64_t>(row_bytes), c.rows, slow.data());
+    for (size_t i = 0; i < fast.size(); ++i)
+      ASSERT_EQ(fast[i], slow[i]) << quant::type_name(c.type) << " n_in " << c.n_in << " rows " << c.rows << " byte "
+                                  << i << " of " << fast.size();
+  }
+}
+
 TEST(CudaLayout, WidenedTypesBecomeF16) {
   for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K}) {
     EXPECT_EQ(cuda::device_type(t), GgmlType::F16);

@@ -93,6 +93,12 @@ class CudaBackend final : public Backend {
   DeviceStep step_;
   uint8_t* step_dev_ = nullptr;
   uint8_t* step_host_ = nullptr;  // pinned
+  // upload_matrix's two pinned staging pieces (repacked on the host while the other one copies) and
+  // the events that say when a piece's copy is done; grown to the largest piece so far.
+  uint8_t* staging_[2] = {nullptr, nullptr};
+  cudaEvent_t staged_[2] = {nullptr, nullptr};
+  size_t staging_bytes_ = 0;
+  uint8_t* staging_piece(int i, size_t bytes);
   size_t step_capacity_ = 0;
   cudaEvent_t step_event_ = nullptr;
   std::unordered_map<uint64_t, float*> inv_freq_;

@@ -219,7 +219,140 @@ DevWeight plan_layout(GgmlType file_type, int64_t n_in, int64_t n_out, int64_t n
   return w;
 }
 
-void repack_group(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes, int64_t rows, uint8_t* dst) {
+namespace {
+
+// ---- word-at-a-time repacking of the quantized types. The per-element path (read_row_tile +
+// write_row_tile) takes ~6 ns an element (Q4_0, 0.1 GB/s of file a thread): it set the load rate
+// of every model (9B Q4_0 0.9 GB/s, 122B-A10B 0.42 GB/s on the H200's 16 host cores). ----
+
+uint16_t u16_at(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+void put_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+// Bytes q[0], q[8], q[16], q[24] as a word (byte p = q[8p]): elements 8p + 2t + s of a block.
+uint32_t gather_stride8(const uint8_t* q) {
+  return static_cast<uint32_t>(q[0]) | static_cast<uint32_t>(q[8]) << 8 | static_cast<uint32_t>(q[16]) << 16 |
+         static_cast<uint32_t>(q[24]) << 24;
+}
+// The low nibble of byte p of x at bits 4p (16 bits).
+uint32_t nibbles_of_bytes(uint32_t x) {
+  x &= 0x0F0F0F0Fu;
+  x = (x | x >> 4) & 0x00FF00FFu;
+  return (x | x >> 8) & 0xFFFFu;
+}
+// u(b, h) of lane t (weight_layout.h) from a block whose element e's code is the nibble at `shift`
+// of q[e] (K-quants: q is the block's 32 bytes).
+uint32_t code_word_k(const uint8_t* q, int t, int shift) {
+  return nibbles_of_bytes(gather_stride8(q + 2 * t) >> shift) |
+         nibbles_of_bytes(gather_stride8(q + 2 * t + 1) >> shift) << 16;
+}
+// The same for a Q4_0 block's 16 bytes: element e < 16 is qs[e]'s low nibble, e >= 16 qs[e - 16]'s high.
+uint32_t code_word_q4_0(const uint8_t* qs, int t) {
+  uint32_t u = 0;
+  for (int s = 0; s < 2; ++s) {
+    const uint32_t x = static_cast<uint32_t>(qs[2 * t + s]) | static_cast<uint32_t>(qs[8 + 2 * t + s]) << 8;
+    u |= nibbles_of_bytes((x & 0x0F0Fu) | ((x >> 4) & 0x0F0Fu) << 16) << (16 * s);
+  }
+  return u;
+}
+
+// Row rho's k-tile of a quantized type, written straight into the tile (zeroed before).
+void write_quant_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, int rho, uint8_t* tile) {
+  const TileFormat f = tile_format(w.type);
+  const int g = rho % 8, h = rho / 8;
+  uint8_t* lanes = tile + 4 * g * 16;  // lane 4g + t at lanes + 16 t
+  switch (w.type) {
+    case GgmlType::Q4_0: {
+      const int64_t n_blocks = std::min<int64_t>(kTileBlocks, w.n_in / 32 - kt * kTileBlocks);
+      for (int b = 0; b < kTileBlocks; ++b) {
+        uint8_t* words = lanes + (b / 2) * 512 + 4 * (2 * (b % 2) + h);
+        if (b >= n_blocks) {  // padding: code 8 is the value 0 (zero scale anyway)
+          for (int t = 0; t < 4; ++t) put_u32(words + 16 * t, 0x88888888u);
+          continue;
+        }
+        const uint8_t* blk = row + 18 * (kt * kTileBlocks + b);
+        std::memcpy(tile + f.row_data_off + g * 32 + (b * 2 + h) * 2, blk, 2);
+        for (int t = 0; t < 4; ++t) put_u32(words + 16 * t, code_word_q4_0(blk + 2, t));
+      }
+      break;
+    }
+    case GgmlType::Q8_0: {
+      const int64_t n_blocks = std::min<int64_t>(kTileBlocks, w.n_in / 32 - kt * kTileBlocks);
+      for (int b = 0; b < n_blocks; ++b) {
+        const uint8_t* blk = row + 34 * (kt * kTileBlocks + b);
+        std::memcpy(tile + f.row_data_off + g * 32 + (b * 2 + h) * 2, blk, 2);
+        const uint8_t* qs = blk + 2;
+        for (int t = 0; t < 4; ++t) {
+          uint8_t* v = lanes + b * 512 + 16 * t + 8 * h;
+          put_u32(v, u16_at(qs + 2 * t) | static_cast<uint32_t>(u16_at(qs + 8 + 2 * t)) << 16);
+          put_u32(v + 4, u16_at(qs + 16 + 2 * t) | static_cast<uint32_t>(u16_at(qs + 24 + 2 * t)) << 16);
+        }
+      }
+      break;
+    }
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K: {
+      const bool five = w.type == GgmlType::Q5_K;
+      const uint8_t* blk = row + (five ? kK5Bytes : kK4Bytes) * kt;
+      std::memcpy(tile + f.row_data_off + g * 32 + h * 16, blk, 16);
+      const uint8_t* qs = blk + (five ? 48 : 16);
+      for (int b = 0; b < kTileBlocks; ++b) {
+        uint8_t* words = lanes + (b / 2) * 512 + 4 * (2 * (b % 2) + h);
+        for (int t = 0; t < 4; ++t) put_u32(words + 16 * t, code_word_k(qs + 32 * (b / 2), t, 4 * (b % 2)));
+      }
+      if (five) {  // fifth bits: byte 2b + h of the lane's piece at 2048, bit 2p + s
+        const uint8_t* qh = blk + 16;
+        for (int t = 0; t < 4; ++t) {
+          uint8_t* bits = tile + 2048 + (4 * g + t) * 16 + h;
+          for (int b = 0; b < kTileBlocks; ++b) {
+            uint8_t v = 0;
+            for (int p = 0; p < 4; ++p)
+              for (int s = 0; s < 2; ++s) v |= static_cast<uint8_t>(((qh[8 * p + 2 * t + s] >> b) & 1) << (2 * p + s));
+            bits[2 * b] = v;
+          }
+        }
+      }
+      break;
+    }
+    case GgmlType::Q6_K: {
+      const uint8_t* blk = row + kK6Bytes * kt;
+      const uint8_t* ql = blk;
+      const uint8_t* qh = blk + 128;
+      std::memcpy(tile + f.row_data_off + g * 32 + h * 16, blk + 192, 16);
+      std::memcpy(tile + f.d_off + g * 4 + h * 2, blk + 208, 2);
+      for (int b = 0; b < kTileBlocks; ++b) {
+        const int half = b / 4, k = b % 4;
+        const uint8_t* lq = ql + 64 * half + (k % 2 == 1 ? 32 : 0);
+        const uint8_t* hq = qh + 32 * half;
+        uint8_t* words = lanes + (b / 2) * 512 + 4 * (2 * (b % 2) + h);
+        uint8_t* high = tile + 2048 + (b / 4) * 512 + 4 * g * 16 + 4 * (b % 4);
+        for (int t = 0; t < 4; ++t) {
+          put_u32(words + 16 * t, code_word_k(lq, t, k < 2 ? 0 : 4));
+          // 2-bit high parts of elements 8p + 2t + s at bits 16h + 4p + 2s.
+          const uint32_t h0 = nibbles_of_bytes((gather_stride8(hq + 2 * t) >> (2 * k)) & 0x03030303u);
+          const uint32_t h1 = nibbles_of_bytes((gather_stride8(hq + 2 * t + 1) >> (2 * k)) & 0x03030303u);
+          uint32_t o;
+          std::memcpy(&o, high + 16 * t, 4);
+          put_u32(high + 16 * t, o | (h0 | h1 << 2) << (16 * h));
+        }
+      }
+      break;
+    }
+    default: MEMRA_ASSERT(false, "write_quant_row_tile: not a quantized device type");
+  }
+}
+
+bool has_quant_writer(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::Q6_K;
+}
+
+}  // namespace
+
+void repack_group_per_element(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes, int64_t rows,
+                              uint8_t* dst) {
   MEMRA_ASSERT(rows >= 1 && rows <= kGroupRows);
   std::memset(dst, 0, static_cast<size_t>(w.group_stride));
   std::vector<float> scratch;
@@ -231,6 +364,18 @@ void repack_group(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes,
       write_row_tile(w, t, static_cast<int>(rho), dst + kt * w.tile_bytes);
     }
   }
+}
+
+void repack_group(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes, int64_t rows, uint8_t* dst) {
+  MEMRA_ASSERT(rows >= 1 && rows <= kGroupRows);
+  if (!has_quant_writer(w.type) || w.file_type != w.type) {
+    repack_group_per_element(w, src, src_row_bytes, rows, dst);
+    return;
+  }
+  std::memset(dst, 0, static_cast<size_t>(w.group_stride));
+  for (int64_t rho = 0; rho < rows; ++rho)
+    for (int64_t kt = 0; kt < w.n_kt; ++kt)
+      write_quant_row_tile(w, src + rho * src_row_bytes, kt, static_cast<int>(rho), dst + kt * w.tile_bytes);
 }
 
 void unpack_row(const DevWeight& w, const uint8_t* data, int64_t mat, int64_t j, float* out) {
