@@ -92,5 +92,52 @@ TEST(GpuMoe, RowsAreBitIdenticalWhateverTheBatch) {
   }
 }
 
+TEST(GpuMoe, RoutingTiesGoToTheLowerExpertLikeTheCpu) {
+  // 63 experts whose router rows repeat every 21: each logit value belongs to 3 experts (e, e + 21,
+  // e + 42, bit-identical logits on either backend), so the top 8 (three values' 9 experts) cut a
+  // tie group: both backends must keep its two lowest ids. Float weights: the outputs agree to
+  // ~1e-4 when the selections do and differ by O(1) when they do not. Rows whose distinct top
+  // values are within 2% (the GPU's logits carry the f16 rounding of x) are not compared.
+  MEMRA_GPU_OR_SKIP(gpu);
+  auto cpu = make_cpu_backend();
+  const int64_t hidden = 256, n_ff = 64, n_expert = 63, n_distinct = 21, rows = 40;
+  HostWeight distinct = make_weight(GgmlType::F32, hidden, n_distinct, 1, 0.3f, 11);
+  HostWeight router = distinct;
+  router.ref.n_out = n_expert;
+  router.ref.mat_bytes = router.ref.row_bytes * n_expert;
+  router.bytes.clear();
+  for (int rep = 0; rep < 3; ++rep) router.bytes.insert(router.bytes.end(), distinct.bytes.begin(), distinct.bytes.end());
+  MoeCase c;
+  c.router = router;
+  c.gate = make_weight(GgmlType::F32, hidden, n_ff, n_expert, 0.05f, 12);
+  c.up = make_weight(GgmlType::F32, hidden, n_ff, n_expert, 0.05f, 13);
+  c.down = make_weight(GgmlType::F32, n_ff, hidden, n_expert, 0.05f, 14);
+  c.w.n_expert = static_cast<int>(n_expert);
+  c.w.n_used = 8;
+  c.w.norm_topk = true;
+  const MoeWeights wg = upload(*gpu, c), wc = upload(*cpu, c);
+  const auto x = test::normal_floats(static_cast<size_t>(rows * hidden), 1.0f, 15);
+  const std::vector<float> base(static_cast<size_t>(rows * hidden), 0.0f);
+  const auto got = run(*gpu, wg, x, base, rows), want = run(*cpu, wc, x, base, rows);
+  int compared = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> l(static_cast<size_t>(n_distinct));
+    for (int64_t e = 0; e < n_distinct; ++e)
+      l[e] = quant::dot_row(GgmlType::F32, distinct.bytes.data() + e * distinct.ref.row_bytes, &x[r * hidden], hidden);
+    std::sort(l.begin(), l.end(), std::greater<>());
+    bool close = false;
+    for (int i = 0; i < 3; ++i) close = close || std::exp(l[i + 1] - l[i]) > 0.98;
+    if (close) continue;
+    ++compared;
+    double err = 0, mag = 0;
+    for (int64_t j = 0; j < hidden; ++j) {
+      err = std::max(err, std::fabs(static_cast<double>(got[r * hidden + j]) - want[r * hidden + j]));
+      mag = std::max(mag, std::fabs(static_cast<double>(want[r * hidden + j])));
+    }
+    EXPECT_LE(err, 1e-4 * mag) << "row " << r << ": the GPU routed differently from the CPU";
+  }
+  EXPECT_GE(compared, rows / 2) << "too few rows far from a near-tie to test";
+}
+
 }  // namespace
 }  // namespace memra

@@ -12,30 +12,17 @@ namespace memra::cuda {
 namespace {
 
 constexpr int kRouteThreads = 256;
-// A routing warp's scratch: n_expert doubles and n_expert flags; rows per block as that allows
-// in this much shared memory (8 for 256 experts, 1 for 4096).
-constexpr int kRouteScratchBudget = 48 << 10;
 // Selections the grouping stages in shared memory at a time (after 2 n_expert ints).
 constexpr int kGroupChunk = 2048;
-int route_warps(int n_expert) {
-  return std::clamp(kRouteScratchBudget / (n_expert * 9), 1, kRouteThreads / kWarp);
-}
 
 // Blocks of the routing launch that have finished; the last one groups and sets it back to 0.
 // (One stream runs the launches one after another.)
 __device__ unsigned g_route_blocks_done = 0;
 
-// Every lane ends with the warp's largest (best, id), ties to the lowest id.
-__device__ __forceinline__ void warp_best(double& best, int& id) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const double ob = __shfl_xor_sync(0xffffffffu, best, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, id, o);
-    if (ob > best || (ob == best && oi < id)) {
-      best = ob;
-      id = oi;
-    }
-  }
+// Whether expert (pa, a) ranks before (pb, b): larger probability first, then the lower id.
+// Probabilities are doubles in [+0, 1] (never NaN or -0): their bit patterns order like them.
+__device__ __forceinline__ bool ranks_before(unsigned long long pa, int a, unsigned long long pb, int b) {
+  return pa > pb || (pa == pb && a < b);
 }
 
 // Inclusive sum over the warp's lanes in lane order (integers: exact).
@@ -49,68 +36,96 @@ __device__ __forceinline__ int warp_inclusive_scan(int v) {
   return v;
 }
 
-// One warp per row: softmax in double over all experts, the top k, the weights in rank order.
+// One block per row: softmax in double over all experts, the top k in rank order (larger p first,
+// ties to the lower id: what k rounds of "take the best left" give, as the CPU does) and their
+// weights. A row's routing reads its own logits only. The k best are found in two rounds: each
+// chunk of 32 experts (one warp, an expert a lane) keeps its own k best as candidates (an expert of
+// the row's k best is among its chunk's k best); then each candidate's rank among the candidates
+// is its rank among all experts if that is below k. (One warp taking the best left k times,
+// 8 rows a block, was 12.9 us a launch at B = 1: H200, 35B-A3B, 2026-12-03.)
 // Then the last block to finish groups every row's selections by expert (increasing id; within
 // an expert, in selection order), writing the group tables and each selection's grouped row.
-// A row's routing reads its own logits only; the grouping is a function of all selections.
 __global__ void __launch_bounds__(kRouteThreads)
     route_group_kernel(const float* __restrict__ logits, int64_t rows, int n_expert, int k, int norm_topk,
-                       int row_warps, MoeRouting r) {
+                       MoeRouting r) {
   pdl_enter();
-  MEMRA_DYNAMIC_SMEM(double, scratch, 16);  // [row_warps][n_expert] doubles, then as many flags
-  const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * row_warps + warp;
-  if (warp < row_warps && row < rows) {
-    double* p = scratch + static_cast<int64_t>(warp) * n_expert;
-    unsigned char* taken = reinterpret_cast<unsigned char*>(scratch + static_cast<int64_t>(row_warps) * n_expert) +
-                           static_cast<int64_t>(warp) * n_expert;
+  // [n_expert] p as bits, then the candidates: [n_expert] p bits and [n_expert] ids. The grouping
+  // reuses it.
+  MEMRA_DYNAMIC_SMEM(unsigned long long, scratch, 16);
+  __shared__ float s_max[kRouteThreads / kWarp];
+  __shared__ double s_sum;
+  __shared__ int s_cands;
+  __shared__ unsigned long long s_top[kMaxExpertsUsed];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarp, warp = tid / kWarp;
+  const int n_threads = static_cast<int>(blockDim.x), n_warps = n_threads / kWarp;
+  const int64_t row = blockIdx.x;
+  {
+    unsigned long long* p = scratch;
+    unsigned long long* cand_p = scratch + n_expert;
+    int* cand_id = reinterpret_cast<int*>(scratch + 2 * static_cast<int64_t>(n_expert));
     const float* l = logits + row * n_expert;
     float mx = -INFINITY;
-    for (int e = lane; e < n_expert; e += kWarp) mx = fmaxf(mx, l[e]);
+    for (int e = tid; e < n_expert; e += n_threads) mx = fmaxf(mx, l[e]);
     mx = warp_max(mx);
-    double sum = 0.0;
-    for (int e = lane; e < n_expert; e += kWarp) {
-      const double v = exp(static_cast<double>(l[e]) - static_cast<double>(mx));
-      p[e] = v;
-      taken[e] = 0;
-      sum = __dadd_rn(sum, v);
-    }
+    if (lane == 0) s_max[warp] = mx;
+    if (tid == 0) s_cands = 0;
+    __syncthreads();
+    mx = s_max[0];
+    for (int w = 1; w < n_warps; ++w) mx = fmaxf(mx, s_max[w]);
+    for (int e = tid; e < n_expert; e += n_threads)
+      p[e] = __double_as_longlong(exp(static_cast<double>(l[e]) - static_cast<double>(mx)));
+    __syncthreads();
+    if (warp == 0) {  // lane l adds experts l, l + 32, ... in order, then a butterfly: a fixed order
+      double sum = 0.0;
+      for (int e = lane; e < n_expert; e += kWarp) sum = __dadd_rn(sum, __longlong_as_double(p[e]));
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
-    // Lane l owns experts l, l + 32, ...: only it reads or writes their p and flags.
-    for (int e = lane; e < n_expert; e += kWarp) {
-      const double v = p[e] / sum;
-      p[e] = v >= 0.0 ? v : 0.0;  // NaN logits select like zeros: every id stays in range
+      for (int o = 16; o > 0; o >>= 1) sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+      if (lane == 0) s_sum = sum;
     }
-    double top = 0.0, p_lo = 0.0, p_hi = 0.0;
-    int id_lo = 0, id_hi = 0;  // selection `lane` and `lane + 32`
-    for (int i = 0; i < k; ++i) {
-      double best = -1.0;
-      int id = n_expert;
-      for (int e = lane; e < n_expert; e += kWarp)  // increasing e: the lowest id of equals stays
-        if (!taken[e] && p[e] > best) {
-          best = p[e];
-          id = e;
-        }
-      warp_best(best, id);
-      if (id % kWarp == lane) taken[id] = 1;
-      top = __dadd_rn(top, best);  // rank order, the same in every lane
-      if (i == lane) {
-        id_lo = id;
-        p_lo = best;
+    __syncthreads();
+    const double sum = s_sum;
+    // Chunk c (experts 32c .. 32c + 31) goes to warp c % n_warps, expert 32c + l to lane l.
+    const int n_chunks = (n_expert + kWarp - 1) / kWarp;
+    for (int c = warp; c < n_chunks; c += n_warps) {
+      const int e = c * kWarp + lane;
+      unsigned long long pe = 0;
+      if (e < n_expert) {
+        const double v = __longlong_as_double(p[e]) / sum;
+        pe = __double_as_longlong(v > 0.0 ? v : 0.0);  // NaN logits select like zeros: ids stay in range
       }
-      if (i == lane + kWarp) {
-        id_hi = id;
-        p_hi = best;
+      int rank = 0;
+      for (int j = 0; j < kWarp; ++j) {
+        const unsigned long long pj = __shfl_sync(0xffffffffu, pe, j);
+        rank += (c * kWarp + j < n_expert && ranks_before(pj, c * kWarp + j, pe, e)) ? 1 : 0;
+      }
+      if (e < n_expert && rank < k) {
+        const int at = atomicAdd(&s_cands, 1);  // list order is free: ranks below count, not position
+        cand_p[at] = pe;
+        cand_id[at] = e;
       }
     }
-    if (lane < k) {
-      r.sel[row * k + lane] = id_lo;
-      r.weight[row * k + lane] = static_cast<float>(norm_topk ? p_lo / top : p_lo);
+    __syncthreads();
+    const int n_cands = s_cands;
+    for (int i = tid; i < n_cands; i += n_threads) {
+      const unsigned long long pi = cand_p[i];
+      const int id = cand_id[i];
+      int rank = 0;
+      for (int j = 0; j < n_cands; ++j) rank += ranks_before(cand_p[j], cand_id[j], pi, id) ? 1 : 0;
+      if (rank < k) {
+        r.sel[row * k + rank] = id;
+        s_top[rank] = pi;
+      }
     }
-    if (lane + kWarp < k) {
-      r.sel[row * k + lane + kWarp] = id_hi;
-      r.weight[row * k + lane + kWarp] = static_cast<float>(norm_topk ? p_hi / top : p_hi);
+    __syncthreads();
+    if (tid == 0) {  // the sum of the k best in rank order
+      double top = 0.0;
+      for (int i = 0; i < k; ++i) top = __dadd_rn(top, __longlong_as_double(s_top[i]));
+      s_sum = top;
+    }
+    __syncthreads();
+    if (tid < k) {
+      const double pk = __longlong_as_double(s_top[tid]);
+      r.weight[row * k + tid] = static_cast<float>(norm_topk ? pk / s_sum : pk);
     }
   }
 
@@ -129,7 +144,6 @@ __global__ void __launch_bounds__(kRouteThreads)
   int32_t* count = reinterpret_cast<int32_t*>(scratch);
   int32_t* off = count + n_expert;
   int32_t* sel = off + n_expert;
-  const int tid = static_cast<int>(threadIdx.x), n_threads = static_cast<int>(blockDim.x);
   for (int e = tid; e < n_expert; e += n_threads) count[e] = 0;
   __syncthreads();
   for (int64_t f = tid; f < n_sel; f += n_threads) atomicAdd(&count[__ldcg(r.sel + f)], 1);  // exact
@@ -221,11 +235,11 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
   MEMRA_ASSERT(n_expert >= 1 && k >= 1 && k <= kMaxExpertsUsed && k <= n_expert && n_expert <= kMaxExperts);
   MEMRA_ASSERT(r.groups == static_cast<int>(std::min<int64_t>(rows * k, n_expert)));
   MEMRA_ASSERT(r.shared_rows == 0 || r.shared_rows == rows);
-  static_assert(kMaxExpertsUsed <= 2 * kWarp, "a routing lane holds two selections");
+  static_assert(kMaxExpertsUsed <= kRouteThreads, "a thread writes each selection's weight");
   if (rows == 0) return;
-  const int row_warps = route_warps(n_expert);
-  const size_t route_smem = static_cast<size_t>(row_warps) * n_expert * (sizeof(double) + 1);
-  // The grouping reuses that scratch: counts and offsets, then a chunk of selections.
+  // The routing's scratch: p and the candidates (20 bytes an expert); the grouping reuses it for
+  // counts and offsets, then a chunk of selections.
+  const size_t route_smem = static_cast<size_t>(n_expert) * (2 * sizeof(unsigned long long) + sizeof(int));
   const size_t group_smem = (static_cast<size_t>(n_expert) * 2 + kGroupChunk) * sizeof(int32_t);
   const size_t smem = std::max(route_smem, group_smem);
   static size_t configured = 48 << 10;
@@ -234,8 +248,8 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
                                     static_cast<int>(smem)));
     configured = smem;
   }
-  launch(route_group_kernel, div_up(rows, row_warps), kRouteThreads, smem, stream, logits, rows, n_expert, k,
-         norm_topk ? 1 : 0, row_warps, r);
+  launch(route_group_kernel, static_cast<unsigned>(rows), kRouteThreads, smem, stream, logits, rows, n_expert, k,
+         norm_topk ? 1 : 0, r);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -122,6 +122,8 @@ inline float __int2float_rn(int x) { return static_cast<float>(x); }
 inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
 inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
 inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
+inline long long __double_as_longlong(double x) { return std::bit_cast<long long>(x); }
+inline double __longlong_as_double(long long x) { return std::bit_cast<double>(x); }
 inline int __popc(unsigned x) { return std::popcount(x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 
