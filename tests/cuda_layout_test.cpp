@@ -62,20 +62,32 @@ TEST(CudaLayout, RepackRoundTripsEveryDeviceType) {
     check_type(t, 512, 37, 2);
 }
 
-TEST(CudaLayout, WordRepackEqualsThePerElementPathByteForByte) {
-  // The quantized types' word-at-a-time writers against the type-neutral path: every byte of the
-  // tiles (codes, padding codes, scales, fifth / high bits), whole and partial row groups and k-tiles.
+TEST(CudaLayout, DirectRepackEqualsThePerElementPathByteForByte) {
+  // The direct writers against the type-neutral path: every byte of the tiles (codes, padding codes,
+  // scales, fifth / high bits, f16 values, block exponents, F32's low parts), whole and partial row
+  // groups and k-tiles, the widened types too.
   struct Case {
     GgmlType type;
     int64_t n_in, rows;
   };
   for (const Case& c : {Case{GgmlType::Q4_0, 4096, 16}, Case{GgmlType::Q4_0, 96, 5}, Case{GgmlType::Q4_0, 800, 16},
                         Case{GgmlType::Q8_0, 2048, 16}, Case{GgmlType::Q8_0, 160, 9}, Case{GgmlType::Q4_K, 1024, 16},
-                        Case{GgmlType::Q5_K, 1024, 11}, Case{GgmlType::Q6_K, 1024, 16}, Case{GgmlType::Q6_K, 512, 3}}) {
+                        Case{GgmlType::Q5_K, 1024, 11}, Case{GgmlType::Q6_K, 1024, 16}, Case{GgmlType::Q6_K, 512, 3},
+                        Case{GgmlType::F16, 1000, 16}, Case{GgmlType::BF16, 520, 7}, Case{GgmlType::F32, 300, 16},
+                        Case{GgmlType::Q4_1, 512, 16}, Case{GgmlType::Q2_K, 256, 5}}) {
     std::mt19937 rng(static_cast<uint32_t>(c.type) * 31 + static_cast<uint32_t>(c.n_in));
     const size_t row_bytes = quant::row_bytes(c.type, c.n_in);
     std::vector<uint8_t> file(row_bytes * static_cast<size_t>(c.rows));
     for (auto& b : file) b = static_cast<uint8_t>(rng());  // any bits: the repack moves them unread
+    if (c.type == GgmlType::BF16 || c.type == GgmlType::F32 || c.type == GgmlType::Q4_1 || c.type == GgmlType::Q2_K) {
+      // Converted types: finite values of a realistic range (random bits hold NaNs and infinities).
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      std::vector<float> vals(static_cast<size_t>(c.n_in));
+      for (int64_t r = 0; r < c.rows; ++r) {
+        for (auto& x : vals) x = dist(rng) * (r % 3 == 0 ? 1e-4f : 3.0f);
+        quant::quantize_row(c.type, vals.data(), file.data() + r * row_bytes, c.n_in);
+      }
+    }
     const cuda::DevWeight w = cuda::plan_layout(c.type, c.n_in, c.rows, 1);
     std::vector<uint8_t> fast(static_cast<size_t>(w.group_stride), 0xAB), slow(static_cast<size_t>(w.group_stride), 0xCD);
     cuda::repack_group(w, file.data(), static_cast<int64_t>(row_bytes), c.rows, fast.data());

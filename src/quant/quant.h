@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/ggml_type.h"
+#include "quant/float_convert.h"
 
 namespace memra::quant {
 
@@ -43,11 +44,8 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 // integer formats (F16 / BF16 / F32 carry them through).
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 
-// Scalar conversions (IEEE binary16 round-to-nearest-even; bfloat16 round-to-nearest-even).
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);
+// Scalar conversions (IEEE binary16 round-to-nearest-even; bfloat16 round-to-nearest-even):
+// quant/float_convert.h, included above.
 
 // Decode n_rows consecutive rows of n_cols elements (rows are row_bytes(type, n_cols) apart in
 // src, n_cols floats apart in dst). Throws memra::Error for types memra cannot decode.
