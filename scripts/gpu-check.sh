@@ -9,7 +9,8 @@
 #   scripts/gpu-check.sh kernels    # each kernel's own time per decode token at B = 1 and 16 (Nsight
 #                                   # Compute; scripts/kernel_times.py), against the step's wall time
 #   scripts/gpu-check.sh moe        # 35B-A3B Q4_0 (issue 11): pp512, tg128, B = 1..64 --verify-exact
-#   scripts/gpu-check.sh moe-large  # Qwen3-Next 80B-A3B and 122B-A10B Q4_0 (split, part 2 in /dev/shm)
+#   scripts/gpu-check.sh moe-large  # Qwen3-Next 80B-A3B and 122B-A10B Q4_0 (split, part 2 in /dev/shm);
+#                                   # moe-80b / moe-122b run one each (~300 / ~450 s: one device call)
 #   QUICK=1 scripts/gpu-check.sh    # skips the slow 9B-shaped all-types test, 2 repetitions, depth
 #                                   # 4096 only for 9B Q4_0 (fits a short device lease)
 # The build directory (BUILD, default build-gpu) is used as is when it holds a CUDA build (binaries
@@ -156,7 +157,7 @@ if [ "$MODE" = moe ]; then
     --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
 fi
 
-if [ "$MODE" = moe-large ]; then
+if [ "$MODE" = moe-large ] || [ "$MODE" = moe-80b ] || [ "$MODE" = moe-122b ]; then
   # Issue 11's large rows: Qwen3-Next 80B-A3B (~45 GB, one file) and 122B-A10B (~67 GB: more than
   # the one-GPU machine's disk, so a split model, part 2 in /dev/shm linked beside part 1). Each
   # file is deleted after its rows (disk).
@@ -166,16 +167,20 @@ if [ "$MODE" = moe-large ]; then
     "$BUILD/memra" bench -m "$1" --device cuda -p 0 -n 64 -b 16,64 -d 512 -r "$REPS" --ctx 8192 --verify-exact \
       --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
   }
-  f="$WORK/qwen3next-80b-a3b-q4_0.gguf"
-  "$BUILD/memra" synth --arch qwen3next --shape 80b-a3b --type q4_0 -o "$f" && rows "$f"
-  rm -f "$f"
-  d="$WORK/122b" && mkdir -p "$d"
-  s=${SHM:-/dev/shm}
-  "$BUILD/memra" synth --arch qwen35moe --shape 122b-a10b --type q4_0 --parts 2 --only-part 1 -o "$d/122b.gguf" &
-  "$BUILD/memra" synth --arch qwen35moe --shape 122b-a10b --type q4_0 --parts 2 --only-part 2 -o "$s/122b.gguf"
-  wait
-  ln -sf "$s/122b-00002-of-00002.gguf" "$d/" && rows "$d/122b-00001-of-00002.gguf"
-  rm -rf "$d" "$s/122b-00002-of-00002.gguf"
+  if [ "$MODE" != moe-122b ]; then
+    f="$WORK/qwen3next-80b-a3b-q4_0.gguf"
+    "$BUILD/memra" synth --arch qwen3next --shape 80b-a3b --type q4_0 -o "$f" && rows "$f"
+    rm -f "$f"
+  fi
+  if [ "$MODE" != moe-80b ]; then
+    d="$WORK/122b" && mkdir -p "$d"
+    s=${SHM:-/dev/shm}
+    "$BUILD/memra" synth --arch qwen35moe --shape 122b-a10b --type q4_0 --parts 2 --only-part 1 -o "$d/122b.gguf" &
+    "$BUILD/memra" synth --arch qwen35moe --shape 122b-a10b --type q4_0 --parts 2 --only-part 2 -o "$s/122b.gguf"
+    wait
+    ln -sf "$s/122b-00002-of-00002.gguf" "$d/" && rows "$d/122b-00001-of-00002.gguf"
+    rm -rf "$d" "$s/122b-00002-of-00002.gguf"
+  fi
 fi
 
 if [ "$MODE" = all ] || [ "$MODE" = serve ]; then
