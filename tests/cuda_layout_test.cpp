@@ -12,6 +12,7 @@
 #include "quant/quant.h"
 #ifdef MEMRA_HAVE_CUDA
 #include "backend/cuda/weight_layout.h"
+#include "cuda_layout_reference.h"
 #endif
 
 namespace memra {
@@ -91,7 +92,7 @@ TEST(CudaLayout, DirectRepackEqualsThePerElementPathByteForByte) {
     const cuda::DevWeight w = cuda::plan_layout(c.type, c.n_in, c.rows, 1);
     std::vector<uint8_t> fast(static_cast<size_t>(w.group_stride), 0xAB), slow(static_cast<size_t>(w.group_stride), 0xCD);
     cuda::repack_group(w, file.data(), static_cast<int64_t>(row_bytes), c.rows, fast.data());
-    cuda::repack_group_per_element(w, file.data(), static_cast<int64_t>(row_bytes), c.rows, slow.data());
+    test::layout_ref::repack_group_per_element(w, file.data(), static_cast<int64_t>(row_bytes), c.rows, slow.data());
     for (size_t i = 0; i < fast.size(); ++i)
       ASSERT_EQ(fast[i], slow[i]) << quant::type_name(c.type) << " n_in " << c.n_in << " rows " << c.rows << " byte "
                                   << i << " of " << fast.size();

@@ -96,10 +96,6 @@ DevWeight plan_layout(GgmlType file_type, int64_t n_in, int64_t n_out, int64_t n
 // Repacks the 16 GGUF rows of one row group (fewer at the end of a matrix: `rows`, the rest
 // zero) into the group's n_kt tiles at dst (host memory, group_stride bytes).
 void repack_group(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes, int64_t rows, uint8_t* dst);
-// The same through the type-neutral per-element path (the only one for float and widened types;
-// the quantized types' word-at-a-time writers are tested against it byte for byte).
-void repack_group_per_element(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes, int64_t rows,
-                              uint8_t* dst);
 // Decodes row j of matrix `mat` (host copy of the device bytes at `data`) to float (tests).
 void unpack_row(const DevWeight& w, const uint8_t* data, int64_t mat, int64_t j, float* out);
 
