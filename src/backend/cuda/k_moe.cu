@@ -129,14 +129,20 @@ __global__ void __launch_bounds__(kRouteThreads)
     }
   }
 
-  __shared__ int s_last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) s_last = atomicAdd(&g_route_blocks_done, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
-  if (threadIdx.x == 0) g_route_blocks_done = 0;
+  // A launch of one block (a one-row decode step) groups at once: its own writes are visible to
+  // its threads after the barrier, with no fence and no counter round trip.
+  if (gridDim.x > 1) {
+    __shared__ int s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(&g_route_blocks_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    if (threadIdx.x == 0) g_route_blocks_done = 0;
+  } else {
+    __syncthreads();
+  }
 
   // Grouping. The scratch now holds n_expert counts, n_expert offsets, then a chunk of the
   // selections (kGroupChunk).
