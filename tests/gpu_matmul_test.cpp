@@ -83,6 +83,51 @@ TEST(GpuMatmul, RowsAreBitIdenticalWhateverTheBatch) {
   }
 }
 
+// The one-row streaming kernel split over P warps a unit (MEMRA_CUDA_STREAM_PARTS) gives the bits
+// of one warp a unit, for plain and SwiGLU launches: 9 k-tiles make segments of 4 and 5 (rounds
+// where some warps have no k-tile), a partial last row group, more sets than blocks.
+TEST(GpuMatmul, SplitStreamingUnitsGiveTheBitsOfOneWarpAUnit) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  gpu.reset();
+  const int64_t n_out = emulated() ? 200 : 4100;
+  for (int64_t n_in : {int64_t{2304}, emulated() ? int64_t{1024} : int64_t{4096}}) {
+    for (GgmlType t : kTypes) {
+      HostWeight w = make_weight(t, n_in, n_out, 41), up = make_weight(t, n_in, n_out, 43);
+      const auto x = test::normal_floats(static_cast<size_t>(n_in), 1.0f, 42);
+      std::vector<float> plain1, swiglu1;
+      for (int parts : {1, 2, 3, 4}) {
+        CudaOptions o = test::gpu_options();
+        o.stream_parts = parts;
+        auto be = test::make_gpu_backend(o);
+        auto plain = run_matmul(*be, w, x, 1);
+        WeightRef wg = w.ref, wu = up.ref;
+        be->upload_matrix(wg, w.bytes.data());
+        be->upload_matrix(wu, up.bytes.data());
+        test::DevFloats dx(*be, x), act(*be, n_out);
+        be->reset_scratch();
+        be->swiglu(wg, wu, dx.get(), act.get(), 1);
+        auto sw = act.download();
+        // Two projections of one input in one launch (fused projections stream only split).
+        test::DevFloats o0(*be, n_out), o1(*be, n_out), s1(*be, n_out);
+        be->reset_scratch();
+        const Backend::MatmulOut outs[2] = {{&wg, o0.get()}, {&wu, o1.get()}};
+        be->matmul_multi(dx.get(), 1, outs, 2);
+        be->matmul(wu, dx.get(), s1.get(), 1, 0, false);
+        EXPECT_EQ(o0.download(), plain) << quant::type_name(t) << " fused, " << parts << " warps a unit";
+        EXPECT_EQ(o1.download(), s1.download()) << quant::type_name(t) << " fused, " << parts << " warps a unit";
+        if (parts == 1) {
+          plain1 = plain, swiglu1 = sw;
+          continue;
+        }
+        EXPECT_EQ(0, std::memcmp(plain.data(), plain1.data(), plain.size() * 4))
+            << quant::type_name(t) << " n_in " << n_in << ": " << parts << " warps a unit differ from one";
+        EXPECT_EQ(0, std::memcmp(sw.data(), swiglu1.data(), sw.size() * 4))
+            << "swiglu " << quant::type_name(t) << " n_in " << n_in << ": " << parts << " warps a unit differ from one";
+      }
+    }
+  }
+}
+
 // Fused launches (several projections of one input; the SwiGLU pair) give exactly the bits of
 // separate matmuls (+ silu_mul).
 TEST(GpuMatmul, FusedLaunchesMatchSeparateOnes) {

@@ -18,6 +18,7 @@ struct CudaOptions {
   int64_t scratch_mb = 2048;         // MEMRA_CUDA_SCRATCH_MB: the arena for one step's activations
   bool graphs = true;                // MEMRA_CUDA_GRAPHS: record decode steps as graphs and replay them
   bool pdl = true;                   // MEMRA_CUDA_PDL: programmatic dependent launch
+  int32_t stream_parts = 0;          // MEMRA_CUDA_STREAM_PARTS: warps a one-row matmul unit takes (0: rule)
   GgmlType kv_type = GgmlType::F16;  // MEMRA_CUDA_KV: F16, or Q8_0 (8-bit blocks, f16 scale per 32)
   bool profile = false;              // MEMRA_CUDA_PROFILE: per-op GPU times at exit (no graphs)
   bool operator==(const CudaOptions&) const = default;

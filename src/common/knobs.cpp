@@ -26,6 +26,9 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_PDL", Kind::Bool, "1", 0, 1,
      "programmatic dependent launch: a kernel starts (and loads its weights) while the previous one ends "
      "(measured 2026-12-01: +7% tg128 on 9B Q4_0, bit-identical)"},
+    {"MEMRA_CUDA_STREAM_PARTS", Kind::Int, "0", 0, 4,
+     "warps each (row group, K segment) unit of a one-row matmul is split over: 0 picks by matrix size "
+     "(small matrices 4), 1 never splits; the bits never change"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)",

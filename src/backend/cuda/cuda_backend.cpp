@@ -70,6 +70,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = options.graphs;
   set_pdl_enabled(options.pdl);
+  set_stream_parts(options.stream_parts);
   kv_type_ = options.kv_type;
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
     fail("MEMRA_CUDA_KV={} is not a CUDA KV cache type: use f16 or q8_0", quant::type_name(kv_type_));

@@ -141,16 +141,38 @@ int pieces_of(GgmlType t) {
 // decode is issue-bound and the many 4-warp blocks of matmul_kernel.cuh hold more warps; the fused
 // qkv launch 18.0 -> 19.2 us); B = 2 719 -> 674 and B = 4 1,341 -> 1,167 (the activation rows of
 // every k-tile in each block cost warps; 8-32 warps an SM and 2-3 stages all measured below).
+// Split units (matmul_stream_kernel.cuh, SPLIT): while the launch's units leave the SMs' schedulers
+// under 4 warps each, each unit takes 2, then 4 warps (at most a warp per k-tile of its segment).
+// H200, 2026-12-03, against MEMRA_CUDA_STREAM_PARTS=1: 35B-A3B Q4_0 tg64 B = 1 370.4 -> 380.2 tok/s;
+// 9B and 2B Q4_0 tg128 B = 1 unchanged (372.6 / 371.6, 729.5 / 729.6); bits identical.
+int g_stream_parts = 0;  // MEMRA_CUDA_STREAM_PARTS: 0 the rule above, else that many (1: no split)
+
+int stream_parts(int64_t units, int n_kt, int segs) {
+  const int most = std::max(1, std::min(4, n_kt / segs));
+  if (g_stream_parts > 0) return std::min(g_stream_parts, most);
+  const int64_t schedulers = 4 * int64_t{sm_count()};
+  int parts = 1;
+  while (parts < most && units * parts * 2 <= 4 * schedulers) parts *= 2;
+  return parts;
+}
+
+// Fused projections (several targets) stream only split: unsplit, the 9B's fused qkv launch ran
+// 18.0 -> 19.2 us streamed; split is for launches of few row groups (the MoE router and its shared
+// expert's gate).
 bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_sm) {
-  if (a.grp_off || a.rows != 1 || (!a.swiglu && (a.n_targets != 1 || total_rg >= 4096))) return false;
+  if (a.grp_off || a.rows != 1) return false;
   const int segs = a.segs, mt = a.swiglu ? 2 : 1;
-  const int r = std::max(1, 4 / segs);
-  warps = segs * r;
+  const int parts = stream_parts(total_rg * segs, a.n_kt, segs);
+  if (!a.swiglu && (total_rg >= 4096 || (a.n_targets != 1 && parts == 1))) return false;
+  // Units of a block: 4 warps' worth (unsplit), 8 warps' worth (split).
+  const int r = parts == 1 ? std::max(1, 4 / segs) : std::max(1, 8 / (segs * parts));
+  warps = segs * r * parts;
+  a.parts = parts;
   a.set_rgs = r;
   a.n_sets = static_cast<int>((total_rg + r - 1) / r);
   const int64_t sms = sm_count();
   const int want = static_cast<int>(std::min<int64_t>(std::max(1, 16 / warps), (a.n_sets + sms - 1) / sms));
-  const StreamSmem base = stream_smem(type, mt, static_cast<int>(a.rows), a.n_kt, warps, segs, 0);
+  const StreamSmem base = stream_smem(type, mt, static_cast<int>(a.rows), a.n_kt, warps, segs, 0, parts);
   for (per_sm = want; per_sm >= 1; --per_sm) {
     const int budget = (228 << 10) / per_sm - (1 << 10);  // an SM's 228 KiB, 1 KiB reserved a block
     const int stages = std::min(kStreamMaxStages, (budget - base.total) / (warps * base.slot));
@@ -231,6 +253,7 @@ Args base_args(const DevWeight& w, const F16Act& x) {
   MEMRA_ASSERT(x.cols == w.n_in && x.n_kt == w.n_kt, "matmul: activations of {} columns for a weight of {}", x.cols,
                w.n_in);
   Args a{};
+  a.parts = 1;
   a.group_stride = w.group_stride;
   a.tile_bytes = static_cast<int>(w.tile_bytes);
   a.n_kt = static_cast<int>(w.n_kt);
@@ -244,6 +267,11 @@ Args base_args(const DevWeight& w, const F16Act& x) {
 }
 
 }  // namespace
+
+void set_stream_parts(int parts) {
+  MEMRA_ASSERT(parts >= 0 && parts <= 4);
+  g_stream_parts = parts;
+}
 
 void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t stream) {
   MEMRA_ASSERT(n >= 1 && n <= kMaxTargets);

@@ -69,6 +69,8 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
                     cudaStream_t stream, const DevWeight* shared = nullptr, const DevWeight* shared_up = nullptr);
 // MEMRA_CUDA_PDL: programmatic dependent launch for every kernel launched through launch.cuh.
 void set_pdl_enabled(bool on);
+// MEMRA_CUDA_STREAM_PARTS: warps per unit of the one-row streaming matmul (0: k_matmul.cu's rule).
+void set_stream_parts(int parts);
 
 // ---- mixture of experts (k_moe.cu) ----
 // Device buffers of one layer's routing: per row the k selected experts and their weights (rank

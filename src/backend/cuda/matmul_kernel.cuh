@@ -66,6 +66,7 @@ struct Args {
   int set_rgs;
   int n_sets;
   int stages;
+  int parts;  // warps a (row group, K segment) unit is split over (1: one warp a unit)
 };
 
 template <GgmlType T, int MT, int NT>

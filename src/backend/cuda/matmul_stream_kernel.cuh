@@ -40,11 +40,16 @@ namespace memra::cuda::matmul_impl {
 constexpr int kStreamMaxStages = 8;
 
 // Shared memory of a streaming block (bytes): the activation rows of every k-tile (hi, lo, sums),
-// the segment partials, then each warp's ring.
+// the segment partials, the split form's block terms (two rounds' worth: every warp's k-tile of a
+// round, [round parity][warp][m][block][row][kFoldTerms]), then each warp's ring.
 struct StreamSmem {
-  int act, act_lo, sums, red, ring, slot, total;
+  int act, act_lo, sums, red, terms, ring, slot, total;
 };
-MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, int n_kt, int warps, int segs, int stages) {
+MEMRA_ORDER_HD inline int fold_terms(GgmlType type) {
+  return type == GgmlType::F16 ? 1 : (type == GgmlType::Q6_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K) ? 4 : 2;
+}
+MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, int n_kt, int warps, int segs, int stages,
+                                             int parts = 1) {
   const TileFormat f = tile_format(type);
   const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
   const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
@@ -53,7 +58,8 @@ MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, in
   s.act_lo = n_kt * rows * 512;
   s.sums = s.act_lo + (lo ? n_kt * rows * 512 : 0);
   s.red = s.sums + (sums ? n_kt * kSumTileBytes : 0);
-  s.ring = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
+  s.terms = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
+  s.ring = s.terms + (parts > 1 ? 2 * warps * mt * kTileBlocks * kGroupRows * fold_terms(type) * 4 : 0);
   s.slot = mt * f.tile_bytes;
   s.total = s.ring + warps * stages * s.slot;
   return s;
@@ -74,25 +80,43 @@ __device__ __forceinline__ void cp_async_wait_n(int n) {
 }
 
 // a.segs, a.n_kt, a.rows (<= 8), a.rows_cap (= rows), a.t / a.tile_begin (first global row group
-// of each target), a.set_rgs (R), a.n_sets, a.stages. Not grouped. SW: m-tile 0 is the gate's row
-// group, m-tile 1 the up matrix's same row group.
-template <GgmlType T, bool SW>
+// of each target), a.set_rgs (R), a.n_sets, a.stages, a.parts. Not grouped. SW: m-tile 0 is the
+// gate's row group, m-tile 1 the up matrix's same row group.
+//
+// SPLIT (a.parts = P > 1, one activation row): a (row group, K segment) unit is P warps. Warp p
+// takes the unit's k-tiles kt0 + p, kt0 + p + P, ...: it decodes them and makes the blocks'
+// tensor-core dots, and leaves each block's epilogue terms (block_products' scales and dots, of
+// the one stored column) in shared memory; in round r the P warps do the r-th k-tile each, and
+// after a block barrier warp 0 of the unit folds the round's k-tiles' blocks in order into its
+// outputs (lane m * 16 + j: row j of m-tile m). The dots are the same instructions on the same
+// operands, the fold is the same fused multiply-adds in the same order: the bits of P = 1.
+// Why: a 4096-row matrix has 512 units for 528 warp schedulers, so at P = 1 each scheduler runs
+// one warp's serial chain of 8 k-tiles at ~16% issue (Nsight Compute, H200, 2026-12-02). Measured
+// (H200, 2026-12-03): 9B ssm_out 12.8 -> 12.2 us a call, tg128 B = 1 371.6 -> 372.6 (within noise;
+// the launch, not the chain, is most of those 12 us); 35B-A3B tg64 B = 1 370.4 -> 380.2, where the
+// router and its shared-expert gate (2 targets, 17 row groups) now stream split.
+template <GgmlType T, bool SW, bool SPLIT>
 __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   using S = TileSpec<T>;
   constexpr int MT = SW ? 2 : 1;
   constexpr int kTileBytes = S::f.tile_bytes;
   constexpr int kRowStride = 16;  // verbatim tiles (matmul_tile_decode.cuh)
   constexpr int kRowBytes = S::kRowPieces == 1 ? 16 : 32;  // one g's share of the per-row section
+  constexpr int TC = kFoldTerms<T>;
   MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
   const int g = lane / 4, t = lane % 4;
   const int segs = a.segs, n_kt = a.n_kt, rc = a.rows_cap, stages = a.stages;
-  const int seg = warp % segs, rg_in_set = warp / segs;
+  const int parts = SPLIT ? a.parts : 1;
+  const int part = warp % parts, unit = warp / parts;  // unit: rg_in_set * segs + seg
+  const int seg = unit % segs, rg_in_set = unit / segs;
   const int kt0 = seg * n_kt / segs, kt1 = (seg + 1) * n_kt / segs;
-  const StreamSmem L = stream_smem(T, MT, rc, n_kt, n_warps, segs, stages);
+  const StreamSmem L = stream_smem(T, MT, rc, n_kt, n_warps, segs, stages, parts);
   uint8_t* ring = smem + L.ring + warp * stages * L.slot;
   const int total_rg = a.tile_begin[a.n_targets];
+  // Rounds a set takes: every unit walks the longest segment's k-tiles, P at a time.
+  const int rounds = ((n_kt + segs - 1) / segs + parts - 1) / parts;
 
   // The weights of unit (set, this warp's row group): k-tile 0 of each m-tile, null past the end.
   auto unit_tiles = [&](int set, const uint8_t* (&w)[MT]) {
@@ -109,8 +133,9 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
     if constexpr (SW) w[1] = a.t[e].up + off;
   };
 
-  // The issue cursor: the next k-tile to copy (set, kt) and its slot.
-  int is_set = static_cast<int>(blockIdx.x), is_kt = kt0, is_slot = 0;
+  // The issue cursor: the next k-tile to copy (set, kt) and its slot. A warp of a split unit
+  // whose segment has no k-tile kt0 + part copies nothing.
+  int is_set = kt0 + part < kt1 ? static_cast<int>(blockIdx.x) : a.n_sets, is_kt = kt0 + part, is_slot = 0;
   const uint8_t* is_w[MT];
   unit_tiles(is_set, is_w);
   auto issue = [&]() {
@@ -123,8 +148,9 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
 #pragma unroll
         for (int c = lane; c < kTileBytes / 16; c += 32) cp_async16(dst + m * kTileBytes + c * 16, src + c * 16);
       }
-      if (++is_kt == kt1) {
-        is_kt = kt0;
+      is_kt += parts;
+      if (is_kt >= kt1) {
+        is_kt = kt0 + part;
         is_set += static_cast<int>(gridDim.x);
         unit_tiles(is_set, is_w);
       }
@@ -163,62 +189,136 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   for (int m = 0; m < MT; ++m)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+  // SPLIT: the folded output of lane m * 16 + j (row j of m-tile m; MT = 1: lanes 16-31 repeat
+  // m-tile 0), and the round counter whose parity picks the terms buffer.
+  [[maybe_unused]] float folded = 0.0f;
+  [[maybe_unused]] int round_no = 0;
+  [[maybe_unused]] float* terms = reinterpret_cast<float*>(smem + L.terms);
+  constexpr int kTermsWarp = MT * kTileBlocks * kGroupRows * TC;  // floats a warp leaves a round
 
   int cur_set = static_cast<int>(blockIdx.x), cur_slot = 0;
   const uint8_t* cur_w[MT];
   unit_tiles(cur_set, cur_w);
+
+  // One k-tile of the warp's unit from ring slot cur_slot: its blocks' products into acc, or
+  // (SPLIT) their epilogue terms into `out_terms`.
+  auto k_tile = [&](int kt, [[maybe_unused]] float* out_terms) {
+    __syncwarp();  // every lane is done with the slot the next copy overwrites
+    issue();
+    cp_async_wait_n(stages - 1);
+    __syncwarp();  // this k-tile's copies (made by every lane of the warp) are visible
+    if (cur_w[0]) {
+      const uint8_t* slot = ring + cur_slot * L.slot;
+      const uint8_t* act = smem + L.act + kt * (rc * 512);
+      [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * (rc * 512);
+      [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kSumTileBytes;
+      TileRegs<T> regs[MT] = {};
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+        load_tile_regs<T, kRowStride>(slot + m * kTileBytes + lane * 16,
+                                      slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, regs[m]);
+      auto block = [&](auto bconst) {
+        constexpr int B = decltype(bconst)::value;
+        const uint4 bf = lds<uint4>(act + B * b_stride + lane_act);
+        [[maybe_unused]] uint4 bl;
+        if constexpr (S::kUsesLo) bl = lds<uint4>(act_lo + B * b_stride + lane_act);
+        [[maybe_unused]] float2 xs;
+        if constexpr (S::kUsesSums) xs = lds<float2>(sums + B * 32 + 8 * t);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          const uint8_t* tile = slot + m * kTileBytes;
+          const uint8_t* wl = tile + lane * 16;
+          const uint8_t* rp = tile + S::f.row_data_off + g * kRowBytes;
+          BlockFrags fr;
+          BlockScales sc;
+          decode_block<T, B, true, kRowStride>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
+          if constexpr (!SPLIT) {
+            block_products<T>(wl, B, fr, sc, bf, bl, xs, acc[m]);
+          } else {
+            // Column 0 (the one row) of rows g and g + 8: outputs 0 and 2 of the lanes t = 0.
+            float d[4];
+            [[maybe_unused]] float d2[4];
+            block_dots<T>(wl, B, fr, bf, bl, d, d2);
+            if (t == 0) {
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                float* q = out_terms + ((m * kTileBlocks + B) * kGroupRows + g + 8 * h) * TC;
+                if constexpr (TC == 1) {
+                  q[0] = d[2 * h];
+                } else if constexpr (TC == 2) {
+                  *reinterpret_cast<float2*>(q) = make_float2(sc.s[h], d[2 * h]);
+                } else {
+                  *reinterpret_cast<float4*>(q) = make_float4(sc.s[h], d[2 * h], sc.s2[h], second_value<T>(2 * h, d2, xs));
+                }
+              }
+            }
+          }
+        }
+      };
+      for_each_block(block);
+    }
+    cur_slot = cur_slot + 1 == stages ? 0 : cur_slot + 1;
+  };
+
 #pragma unroll 1
   while (cur_set < a.n_sets) {
+    if constexpr (!SPLIT) {
 #pragma unroll 1
-    for (int kt = kt0; kt < kt1; ++kt) {
-      __syncwarp();  // every lane is done with the slot the next copy overwrites
-      issue();
-      cp_async_wait_n(stages - 1);
-      __syncwarp();  // this k-tile's copies (made by every lane of the warp) are visible
-      if (cur_w[0]) {
-        const uint8_t* slot = ring + cur_slot * L.slot;
-        const uint8_t* act = smem + L.act + kt * (rc * 512);
-        [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * (rc * 512);
-        [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kSumTileBytes;
-        TileRegs<T> regs[MT] = {};
+      for (int kt = kt0; kt < kt1; ++kt) k_tile(kt, nullptr);
+    } else {
+#pragma unroll 1
+      for (int r = 0; r < rounds; ++r, ++round_no) {
+        float* buf = terms + (round_no & 1) * n_warps * kTermsWarp;
+        const int kt = kt0 + r * parts + part;
+        if (kt < kt1) k_tile(kt, buf + warp * kTermsWarp);
+        // The round's terms are visible; the buffer of the round before the last is free again
+        // (its folds ended before their warps reached this barrier).
+        __syncthreads();
+        if (part == 0) {
+          const int m = min(lane / kGroupRows, MT - 1), j = lane % kGroupRows;
+          for (int q = 0; q < parts && kt0 + r * parts + q < kt1; ++q) {
+            const float* src = buf + (warp + q) * kTermsWarp + (m * kTileBlocks * kGroupRows + j) * TC;
 #pragma unroll
-        for (int m = 0; m < MT; ++m)
-          load_tile_regs<T, kRowStride>(slot + m * kTileBytes + lane * 16,
-                                        slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, regs[m]);
-        auto block = [&](auto bconst) {
-          constexpr int B = decltype(bconst)::value;
-          const uint4 bf = lds<uint4>(act + B * b_stride + lane_act);
-          [[maybe_unused]] uint4 bl;
-          if constexpr (S::kUsesLo) bl = lds<uint4>(act_lo + B * b_stride + lane_act);
-          [[maybe_unused]] float2 xs;
-          if constexpr (S::kUsesSums) xs = lds<float2>(sums + B * 32 + 8 * t);
-#pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            const uint8_t* tile = slot + m * kTileBytes;
-            const uint8_t* wl = tile + lane * 16;
-            const uint8_t* rp = tile + S::f.row_data_off + g * kRowBytes;
-            BlockFrags fr;
-            BlockScales sc;
-            decode_block<T, B, true, kRowStride>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
-            block_products<T>(wl, B, fr, sc, bf, bl, xs, acc[m]);
+            for (int b = 0; b < kTileBlocks; ++b) {
+              const float* v = src + b * kGroupRows * TC;
+              if constexpr (TC == 1) {
+                fold_block<T>(folded, 0.0f, v[0], 0.0f, 0.0f);
+              } else if constexpr (TC == 2) {
+                const float2 x = *reinterpret_cast<const float2*>(v);
+                fold_block<T>(folded, x.x, x.y, 0.0f, 0.0f);
+              } else {
+                const float4 x = *reinterpret_cast<const float4*>(v);
+                fold_block<T>(folded, x.x, x.y, x.z, x.w);
+              }
+            }
           }
-        };
-        for_each_block(block);
+        }
       }
-      cur_slot = cur_slot + 1 == stages ? 0 : cur_slot + 1;
+      if (part == 0) {  // to the fragment layout of acc: rows g and g + 8 of each m-tile
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          const float lo = __shfl_sync(0xffffffffu, folded, m * kGroupRows + g);
+          const float hi = __shfl_sync(0xffffffffu, folded, m * kGroupRows + g + 8);
+          acc[m][0] = acc[m][1] = lo;
+          acc[m][2] = acc[m][3] = hi;
+        }
+        folded = 0.0f;
+      }
     }
 
     // The set's segments meet (matmul_order.h's tree) and its outputs are stored by the warp of
-    // segment 0 of each row group.
-    float* red = reinterpret_cast<float*>(smem + L.red);  // [warp][MT * 4][lane]
+    // segment 0 of each row group (SPLIT: its part-0 warps hold the outputs).
+    float* red = reinterpret_cast<float*>(smem + L.red);  // [unit][MT * 4][lane]
     if (segs > 1) {
+      if (part == 0) {
 #pragma unroll
-      for (int m = 0; m < MT; ++m)
+        for (int m = 0; m < MT; ++m)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) red[(warp * MT * 4 + m * 4 + i) * 32 + lane] = acc[m][i];
+          for (int i = 0; i < 4; ++i) red[(unit * MT * 4 + m * 4 + i) * 32 + lane] = acc[m][i];
+      }
       __syncthreads();
     }
-    if (seg == 0 && cur_w[0]) {
+    if (seg == 0 && part == 0 && cur_w[0]) {
       const int rgg = cur_set * a.set_rgs + rg_in_set;
       int e = 0;
       while (rgg >= a.tile_begin[e + 1]) ++e;
@@ -226,7 +326,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
       const int rg = rgg - a.tile_begin[e];
       auto total = [&](int m, int i) {
         if (segs == 1) return acc[m][i];
-        auto p = [&](int s) { return red[((warp + s) * MT * 4 + m * 4 + i) * 32 + lane]; };
+        auto p = [&](int s) { return red[((unit + s) * MT * 4 + m * 4 + i) * 32 + lane]; };
         return segment_tree(segs, p);
       };
 #pragma unroll
@@ -258,11 +358,11 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
 
 // Blocks: the sets, at most `per_sm` resident blocks an SM (fewer where registers allow fewer);
 // a block walks the sets past the grid.
-template <GgmlType T, bool SW>
+template <GgmlType T, bool SW, bool SPLIT>
 void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
-  auto kernel = matmul_stream_kernel<T, SW>;
+  auto kernel = matmul_stream_kernel<T, SW, SPLIT>;
   const size_t smem = static_cast<size_t>(
-      stream_smem(T, SW ? 2 : 1, args.rows_cap, args.n_kt, warps, args.segs, args.stages).total);
+      stream_smem(T, SW ? 2 : 1, args.rows_cap, args.n_kt, warps, args.segs, args.stages, args.parts).total);
   static size_t configured = 0;
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -283,8 +383,13 @@ void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaS
 
 template <GgmlType T>
 void launch_stream_type(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
-  if (args.swiglu) return launch_stream_shape<T, true>(args, warps, per_sm, sms, stream);
-  launch_stream_shape<T, false>(args, warps, per_sm, sms, stream);
+  MEMRA_ASSERT(args.parts >= 1 && (args.parts == 1 || args.rows_cap == 1), "matmul: split units take one row");
+  if (args.parts > 1) {
+    if (args.swiglu) return launch_stream_shape<T, true, true>(args, warps, per_sm, sms, stream);
+    return launch_stream_shape<T, false, true>(args, warps, per_sm, sms, stream);
+  }
+  if (args.swiglu) return launch_stream_shape<T, true, false>(args, warps, per_sm, sms, stream);
+  launch_stream_shape<T, false, false>(args, warps, per_sm, sms, stream);
 }
 
 }  // namespace memra::cuda::matmul_impl

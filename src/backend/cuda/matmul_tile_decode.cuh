@@ -241,16 +241,13 @@ __device__ __forceinline__ void decode_block_f32(const uint8_t* wl, int B, int p
   pairs_to_frags(lds<uint4>(wl + (4 * B + 2 * part) * 512), lds<uint4>(wl + (4 * B + 2 * part + 1) * 512), fr);
 }
 
-// Block B's products for one m-tile and one n-tile, added to the lane's four outputs `acc` in
-// matmul_order.h's order: the tensor-core dots of the decoded fragments `fr` (F32: decoded here
-// from the lane's pieces at wl) with the activation fragment bf (bl: its low f16 parts, float
-// types; xs: the block sums of the lane's two columns, K-quants), then the block's epilogue.
+// Block B's tensor-core dots for one m-tile and one n-tile in matmul_order.h's order: the decoded
+// fragments `fr` (F32: decoded here from the lane's pieces at wl) with the activation fragment bf
+// (bl: its low f16 parts, float types). d: the block's dot (Q6_K: of elements 0-15; d2 of 16-31).
 template <GgmlType T>
-__device__ __forceinline__ void block_products(const uint8_t* wl, int B, BlockFrags fr, const BlockScales& sc,
-                                               const uint4& bf, const uint4& bl, const float2& xs, float (&acc)[4]) {
+__device__ __forceinline__ void block_dots(const uint8_t* wl, int B, BlockFrags fr, const uint4& bf,
+                                           const uint4& bl, float (&d)[4], float (&d2)[4]) {
   const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  float d[4];
-  [[maybe_unused]] float d2[4];
   if constexpr (T == GgmlType::F32) {  // w_hi x_hi, w_hi x_lo, w_lo x_hi
     decode_block_f32(wl, B, 0, fr);
     mma_16816(d, fr.a[0], bf.x, bf.y, zero);
@@ -272,20 +269,53 @@ __device__ __forceinline__ void block_products(const uint8_t* wl, int B, BlockFr
     mma_16816(d, fr.a[0], bf.x, bf.y, zero);
     mma_16816(d, fr.a[1], bf.z, bf.w, d);
   }
+}
+
+// How many floats a block's epilogue reads per output (the streaming kernel's split form stores
+// them): F16 the dot; one-scale types the scale and the dot; Q6_K and the K-quants with sums two
+// (scale, value) pairs.
+template <GgmlType T>
+constexpr int kFoldTerms = T == GgmlType::F16 ? 1 : (T == GgmlType::Q6_K || TileSpec<T>::kUsesSums) ? 4 : 2;
+
+// The block's epilogue for one output: c takes the block's terms in matmul_order.h's order.
+// s, v: the first scale and dot; s2, v2: the second pair (Q6_K: d*sc of 16-31 and that half's dot;
+// K-quants: -(dmin*m) and the activation block sum).
+template <GgmlType T>
+__device__ __forceinline__ void fold_block(float& c, float s, float v, float s2, float v2) {
+  if constexpr (T == GgmlType::F16) {
+    c = __fadd_rn(c, v);
+  } else if constexpr (kFoldTerms<T> == 4) {
+    c = __fmaf_rn(s, v, c);
+    c = __fmaf_rn(s2, v2, c);
+  } else {
+    c = __fmaf_rn(s, v, c);
+  }
+}
+
+// The second value of output i's block epilogue (kFoldTerms 4): Q6_K's second dot, the K-quants'
+// block sum of the output's column.
+template <GgmlType T>
+__device__ __forceinline__ float second_value(int i, const float (&d2)[4], const float2& xs) {
+  if constexpr (T == GgmlType::Q6_K) return d2[i];
+  return (i & 1) ? xs.y : xs.x;
+}
+
+// Block B's products for one m-tile and one n-tile, added to the lane's four outputs `acc` in
+// matmul_order.h's order: block_dots, then the block's epilogue (xs: the block sums of the lane's
+// two columns, K-quants).
+template <GgmlType T>
+__device__ __forceinline__ void block_products(const uint8_t* wl, int B, BlockFrags fr, const BlockScales& sc,
+                                               const uint4& bf, const uint4& bl, const float2& xs, float (&acc)[4]) {
+  float d[4];
+  [[maybe_unused]] float d2[4];
+  block_dots<T>(wl, B, fr, bf, bl, d, d2);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    [[maybe_unused]] const int h = i >> 1;
-    float& c = acc[i];
-    if constexpr (T == GgmlType::F16) {
-      c = __fadd_rn(c, d[i]);
-    } else if constexpr (T == GgmlType::Q6_K) {
-      c = __fmaf_rn(sc.s[h], d[i], c);
-      c = __fmaf_rn(sc.s2[h], d2[i], c);
-    } else if constexpr (TileSpec<T>::kUsesSums) {
-      c = __fmaf_rn(sc.s[h], d[i], c);
-      c = __fmaf_rn(sc.s2[h], (i & 1) ? xs.y : xs.x, c);
+    const int h = i >> 1;
+    if constexpr (kFoldTerms<T> == 4) {
+      fold_block<T>(acc[i], sc.s[h], d[i], sc.s2[h], second_value<T>(i, d2, xs));
     } else {
-      c = __fmaf_rn(sc.s[h], d[i], c);
+      fold_block<T>(acc[i], sc.s[h], d[i], 0.0f, 0.0f);
     }
   }
 }

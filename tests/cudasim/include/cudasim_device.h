@@ -26,6 +26,7 @@ struct __align__(16) int4 { int x, y, z, w; };
 struct __align__(8) uint2 { unsigned x, y; };
 struct __align__(16) uint4 { unsigned x, y, z, w; };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
