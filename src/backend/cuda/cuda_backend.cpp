@@ -583,9 +583,11 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
     OpProfiler::Scope prof(profiler_, "conv1d_silu", 0);
     cuda::conv1d_silu(layer, mixed, conv_w.data, conv, channels, s.conv_kernel, step_, stream_);
   }
+  const int64_t work_floats = cuda::deltanet_work_floats(step_, s);
+  float* work = work_floats > 0 ? scratch(static_cast<size_t>(work_floats)) : nullptr;
   OpProfiler::Scope prof(profiler_, "deltanet_core", 0);
   cuda::deltanet_core(layer, conv, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps,
-                      step_, stream_);
+                      step_, work, stream_);
 }
 
 double CudaBackend::measure_read_bandwidth() { return cuda::measure_read_bandwidth(size_t{4} << 30, 9, stream_); }

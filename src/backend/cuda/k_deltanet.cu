@@ -80,53 +80,11 @@ void launch_conv(int layer, const float* x, const float* w, float* out, int chan
 
 // ------------------------------------------------------------------ delta rule ----
 
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / kWarp;
-
-
-// NV sums over the block in a fixed tree: warp butterflies, then the warp totals added in warp
-// order by every thread (so every thread holds the same bits). One barrier; the caller makes sure
-// no thread still reads `red` from a previous use (see the barrier notes in the kernel).
-template <int NV>
-__device__ __forceinline__ void block_sums(float (&v)[NV], float (*red)[NV]) {
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-#pragma unroll
-  for (int x = 0; x < NV; ++x) v[x] = warp_sum(v[x]);
-  if (lane == 0) {
-#pragma unroll
-    for (int x = 0; x < NV; ++x) red[warp][x] = v[x];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int x = 0; x < NV; ++x) {
-    float acc = red[0][x];
-#pragma unroll
-    for (int w = 1; w < kWarps; ++w) acc = __fadd_rn(acc, red[w][x]);
-    v[x] = acc;
-  }
-}
+constexpr int kThreads = kGdnThreads;
+constexpr int kWarps = kGdnWarps;
 
 __device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {
   return make_float4(fmaf(a, b.x, c.x), fmaf(a, b.y, c.y), fmaf(a, b.z, c.z), fmaf(a, b.w, c.w));
-}
-
-// N consecutive floats of shared memory into registers; 16-byte loads when N allows (src is
-// then 16-byte aligned: a multiple of N floats into an aligned array).
-template <int N>
-__device__ __forceinline__ void load_rows(const float* src, float (&dst)[N]) {
-  if constexpr (N % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < N / 4; ++i) {
-      const float4 v = reinterpret_cast<const float4*>(src)[i];
-      dst[4 * i] = v.x;
-      dst[4 * i + 1] = v.y;
-      dst[4 * i + 2] = v.z;
-      dst[4 * i + 3] = v.w;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) dst[i] = src[i];
-  }
 }
 
 // One block per (value head h = blockIdx.x, sequence = blockIdx.y), kThreads threads.
@@ -183,8 +141,6 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
   const int64_t q_off = static_cast<int64_t>(kh) * D;
   const int64_t k_off = static_cast<int64_t>(p.n_k + kh) * D;
   const int64_t v_off = static_cast<int64_t>(2 * p.n_k + h) * D;
-  const float q_scale = 1.0f / sqrtf(static_cast<float>(D));
-  const float a_h = p.ssm_a[h], dtb_h = p.dt_bias[h];
   const float nw = tid < D ? p.norm_w[tid] : 0.0f;  // thread tid < D normalizes column tid
 
   for (int tile = 0; tile < NT; ++tile) {
@@ -204,21 +160,16 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
         if constexpr (NT == 1) zj = p.z[row * Y + static_cast<int64_t>(h) * D + tid];
       }
       if (tid < TW) vj = crow[v_off + tile * TW + tid];
-      float b, a;
-      gate_inputs(p, row, h, b, a);
+      float beta, decay;
+      gdn_gates(p, row, h, beta, decay);
 
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q also scaled by 1/sqrt(D). k.q from the raw dot.
-      float sums[3] = {qx * qx, kx * kx, qx * kx};
-      block_sums<3>(sums, s_red1);  // S1
-      const float qn = __fdiv_rn(1.0f, sqrtf(sums[0] + 1e-6f)) * q_scale;
-      const float kn = __fdiv_rn(1.0f, sqrtf(sums[1] + 1e-6f));
-      const float kq = sums[2] * qn * kn;
+      const QkNorms nrm = qk_norms<D>(qx, kx, s_red1);  // S1
+      const float kq = nrm.kq;
       if (tid < D) {
-        s_q[tid] = qx * qn;
-        s_k[tid] = kx * kn;
+        s_q[tid] = qx * nrm.qn;
+        s_k[tid] = kx * nrm.kn;
       }
-      const float beta = sigmoid(b);
-      const float decay = expf(a_h * softplus(a + dtb_h));
       __syncthreads();  // S2
 
       float ki[RPT], qi[RPT];
@@ -275,13 +226,8 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
 
       if constexpr (NT == 1) {
         // Gated RMSNorm over the head: threads tid >= D hold o = 0.
-        float ss[1] = {o * o};
-        block_sums<1>(ss, s_red3);  // S5
-        if (tid < D) {  // whole warps (D is a multiple of 32)
-          const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
-          const float yv = o * inv * nw * silu(zj);
-          p.y[row * Y + static_cast<int64_t>(h) * D + tid] = yv;
-        }
+        const float yv = gated_rms_norm<D>(o, zj, nw, p.eps, s_red3);  // S5
+        if (tid < D) p.y[row * Y + static_cast<int64_t>(h) * D + tid] = yv;  // whole warps (D % 32 == 0)
       } else {
         if (tid < TW) p.y[row * Y + static_cast<int64_t>(h) * D + tile * TW + tid] = o;  // raw o for now
       }
@@ -302,13 +248,8 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
         o = p.y[at];
         zj = p.z[at];
       }
-      float ss[1] = {o * o};
-      block_sums<1>(ss, s_red3);
-      if (tid < D) {  // whole warps
-        const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + p.eps));
-        const float yv = o * inv * nw * silu(zj);
-        p.y[at] = yv;
-      }
+      const float yv = gated_rms_norm<D>(o, zj, nw, p.eps, s_red3);
+      if (tid < D) p.y[at] = yv;  // whole warps
       __syncthreads();  // s_red3 is rewritten by the next row
     }
   }
@@ -351,7 +292,7 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
 
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, const DeviceStep& step, cudaStream_t stream) {
+                   float eps, const DeviceStep& step, float* work, cudaStream_t stream) {
   MEMRA_ASSERT(s.n_k > 0 && s.n_v > 0 && s.n_v % s.n_k == 0, "value heads must be a multiple of key heads");
   MEMRA_ASSERT(s.d >= 32 && s.d <= 256 && s.d % 32 == 0, "GDN head size must be a multiple of 32 up to 256");
   MEMRA_ASSERT(layer >= 0 && step.n_seqs >= 0 && step.n_seqs <= 65535);
@@ -372,6 +313,10 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   args.head_map = s.head_map;
   args.gate_layout = s.gate_layout;
   args.eps = eps;
+  if (deltanet_rows_form(step, s)) {
+    deltanet_rows(args, work, step, stream);
+    return;
+  }
   switch (s.d) {
     case 32: launch_core<32>(args, step, stream); break;
     case 64: launch_core<64>(args, step, stream); break;

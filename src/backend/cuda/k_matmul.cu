@@ -131,21 +131,11 @@ int pieces_of(GgmlType t) {
   return 0;
 }
 
-// The streaming kernel's plan for a launch (matmul_stream_kernel.cuh): the set size (R row groups,
-// W = segs * R warps a block), then the deepest ring that lets the sets' blocks share the SMs in
-// one wave (at most 16 warps an SM; past that the blocks walk several sets). False when even one
-// block an SM would get fewer than 3 stages.
-// Where it runs: one activation row, the SwiGLU pair or one matrix of fewer than 4096 row groups.
-// H200, 9B Q4_0, tg64 @ d512 (2026-12-02, bits identical either way): B = 1 352.5 -> 370.1 tok/s
-// with this rule; 363.6 with every launch of <= 8 rows (the output head, Q6_K, 343 -> 371 us: its
-// decode is issue-bound and the many 4-warp blocks of matmul_kernel.cuh hold more warps; the fused
-// qkv launch 18.0 -> 19.2 us); B = 2 719 -> 674 and B = 4 1,341 -> 1,167 (the activation rows of
-// every k-tile in each block cost warps; 8-32 warps an SM and 2-3 stages all measured below).
 // Split units (matmul_stream_kernel.cuh, SPLIT): while the launch's units leave the SMs' schedulers
 // under 4 warps each, each unit takes 2, then 4 warps (at most a warp per k-tile of its segment).
 // H200, 2026-12-03, against MEMRA_CUDA_STREAM_PARTS=1: 35B-A3B Q4_0 tg64 B = 1 370.4 -> 380.2 tok/s;
 // 9B and 2B Q4_0 tg128 B = 1 unchanged (372.6 / 371.6, 729.5 / 729.6); bits identical.
-int g_stream_parts = 0;  // MEMRA_CUDA_STREAM_PARTS: 0 the rule above, else that many (1: no split)
+int g_stream_parts = 0;  // MEMRA_CUDA_STREAM_PARTS: 0 stream_parts' rule, else that many (1: no split)
 
 int stream_parts(int64_t units, int n_kt, int segs) {
   const int most = std::max(1, std::min(4, n_kt / segs));
@@ -156,6 +146,16 @@ int stream_parts(int64_t units, int n_kt, int segs) {
   return parts;
 }
 
+// The streaming kernel's plan for a launch (matmul_stream_kernel.cuh): the set size (R row groups,
+// W = segs * R warps a block), then the deepest ring that lets the sets' blocks share the SMs in
+// one wave (at most 16 warps an SM; past that the blocks walk several sets). False when even one
+// block an SM would get fewer than 3 stages.
+// Where it runs: one activation row, the SwiGLU pair or one matrix of fewer than 4096 row groups.
+// H200, 9B Q4_0, tg64 @ d512 (2026-12-02, bits identical either way): B = 1 352.5 -> 370.1 tok/s
+// with this rule; 363.6 with every launch of <= 8 rows (the output head, Q6_K, 343 -> 371 us: its
+// decode is issue-bound and the many 4-warp blocks of matmul_kernel.cuh hold more warps; the fused
+// qkv launch 18.0 -> 19.2 us); B = 2 719 -> 674 and B = 4 1,341 -> 1,167 (the activation rows of
+// every k-tile in each block cost warps; 8-32 warps an SM and 2-3 stages all measured below).
 // Fused projections (several targets) stream only split: unsplit, the 9B's fused qkv launch ran
 // 18.0 -> 19.2 us streamed; split is for launches of few row groups (the MoE router and its shared
 // expert's gate).

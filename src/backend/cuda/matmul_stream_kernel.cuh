@@ -45,9 +45,6 @@ constexpr int kStreamMaxStages = 8;
 struct StreamSmem {
   int act, act_lo, sums, red, terms, ring, slot, total;
 };
-MEMRA_ORDER_HD inline int fold_terms(GgmlType type) {
-  return type == GgmlType::F16 ? 1 : (type == GgmlType::Q6_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K) ? 4 : 2;
-}
 MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, int n_kt, int warps, int segs, int stages,
                                              int parts = 1) {
   const TileFormat f = tile_format(type);

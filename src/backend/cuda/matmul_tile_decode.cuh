@@ -274,8 +274,13 @@ __device__ __forceinline__ void block_dots(const uint8_t* wl, int B, BlockFrags 
 // How many floats a block's epilogue reads per output (the streaming kernel's split form stores
 // them): F16 the dot; one-scale types the scale and the dot; Q6_K and the K-quants with sums two
 // (scale, value) pairs.
+MEMRA_ORDER_HD constexpr int fold_terms(GgmlType type) {
+  return type == GgmlType::F16 ? 1 : (type == GgmlType::Q6_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K) ? 4 : 2;
+}
 template <GgmlType T>
-constexpr int kFoldTerms = T == GgmlType::F16 ? 1 : (T == GgmlType::Q6_K || TileSpec<T>::kUsesSums) ? 4 : 2;
+constexpr int kFoldTerms = fold_terms(T);
+static_assert(kFoldTerms<GgmlType::Q4_K> == 4 && TileSpec<GgmlType::Q4_K>::kUsesSums && !TileSpec<GgmlType::Q4_0>::kUsesSums,
+              "the K-quants with block sums fold four terms");
 
 // The block's epilogue for one output: c takes the block's terms in matmul_order.h's order.
 // s, v: the first scale and dot; s2, v2: the second pair (Q6_K: d*sc of 16-31 and that half's dot;
