@@ -201,10 +201,9 @@ class Rig {
 // A prompt's outputs and state are the same bits however it is cut into steps: one step, steps
 // cut anywhere (not only on a grid), or one token per step as decode feeds them. Prefix
 // snapshots rely on it: a prompt resumes from the state at any position (step/prefix_cache.h).
-// For head size 128 this also holds two forms of the core to the same bits (k_deltanet_sliced.cu):
-// steps of kGdnRowsFormMinRows (8) rows or more run the prompt form, shorter ones of one sequence
-// the cluster form. The batch test below holds both to the fused kernel's bits (9 sequences x 32
-// heads run it).
+// For head size 128 this also holds the two forms of the core to the same bits: steps of
+// kGdnRowsFormMinRows (8) rows or more run the prompt form (k_deltanet_rows.cu), shorter ones the
+// fused kernel (k_deltanet.cu).
 TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
   MEMRA_GPU_OR_SKIP(gpu);
   std::vector<std::vector<int>> cuts = {{64, 36}, {37, 63}, {1, 99}, {99, 1}, {5, 50, 3, 42}};
@@ -268,7 +267,7 @@ TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
         {{0, 1, 2, 3, 5, 6, 7, 8, 4}, {5, 1, 1, 1, 1, 1, 1, 1, 7}},
         {{8, 7, 6, 4, 5, 3, 2, 1, 0}, {1, 1, 1, 1, 1, 1, 1, 1, 1}},
         // Another sequence's prompt makes the step run the prompt form (head size 128): X's one
-        // row there (alone: the cluster form), and X's prompt beside decode rows.
+        // row there, and X's prompt beside decode rows.
         {{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 1, 1, 1, 1, 1, 1, 1, 12}},
         {{4, 0, 1, 2, 3, 5, 6, 7, 8}, {12, 1, 1, 1, 1, 1, 1, 1, 1}},
     };

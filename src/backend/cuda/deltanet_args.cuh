@@ -1,9 +1,9 @@
 // The arguments of the Gated DeltaNet core kernels and the per-row math they share: the fused
-// kernel (k_deltanet.cu: the recurrent form, one block a head, everything in one launch) and the
-// sliced forms (k_deltanet_sliced.cu: the same arithmetic over 32-column slices of the state).
-// All call the functions below, so a row's bits do not depend on which form ran it. (A chunked
-// form for prompts measured slower on the H200, pp512 -2% and -4% in two sessions, and was
-// removed: git show c29548b:src/backend/cuda/k_deltanet_chunked.cu.)
+// kernel (k_deltanet.cu: the recurrent form, one row after another, everything in one launch) and
+// the prompt form (k_deltanet_rows.cu: the same arithmetic, its per-row parts run for all rows at
+// once around the recurrence). Both call the functions below, so a row's bits do not depend on
+// which form ran it. (A chunked form for prompts measured slower on the H200,
+// pp512 -2% and -4% in two sessions, and was removed: git show c29548b:src/backend/cuda/k_deltanet_chunked.cu.)
 #pragma once
 
 #include <cstdint>
@@ -76,11 +76,9 @@ __device__ __forceinline__ void load_rows(const float* src, float (&dst)[N]) {
   }
 }
 
-// The sliced forms (k_deltanet_sliced.cu): which one a step runs, and their launches.
-enum class GdnForm { Fused, Prompt, Cluster };
-GdnForm deltanet_form(const DeviceStep& step, const GdnShape& s);
-void deltanet_prompt(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream);
-void deltanet_cluster(const CoreArgs& args, const DeviceStep& step, cudaStream_t stream);
+// The prompt form (k_deltanet_rows.cu): whether a step runs it, and its launches.
+bool deltanet_rows_form(const DeviceStep& step, const GdnShape& s);
+void deltanet_rows(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream);
 
 // The block shape of the per-row reductions: every kernel that reduces a head's row does it over
 // kGdnThreads threads in the same tree (threads past the head size hold zeros).
@@ -129,17 +127,12 @@ __device__ __forceinline__ QkNorms qk_norms(float qx, float kx, float (*red)[3])
 
 // The gated RMSNorm of one row of a head: thread tid < D holds o of column tid (the others zero)
 // and gets y of that column. One block_sums (one barrier).
-// gated_rms_apply: the same given the block_sums total of o^2.
-template <int D>
-__device__ __forceinline__ float gated_rms_apply(float o, float sum_oo, float zj, float nw, float eps) {
-  const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(sum_oo, static_cast<float>(D)) + eps));
-  return o * inv * nw * silu(zj);
-}
 template <int D>
 __device__ __forceinline__ float gated_rms_norm(float o, float zj, float nw, float eps, float (*red)[1]) {
   float ss[1] = {o * o};
   block_sums<1>(ss, red);
-  return gated_rms_apply<D>(o, ss[0], zj, nw, eps);
+  const float inv = __fdiv_rn(1.0f, sqrtf(__fdiv_rn(ss[0], static_cast<float>(D)) + eps));
+  return o * inv * nw * silu(zj);
 }
 
 }  // namespace memra::cuda

@@ -313,10 +313,9 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   args.head_map = s.head_map;
   args.gate_layout = s.gate_layout;
   args.eps = eps;
-  switch (deltanet_form(step, s)) {
-    case GdnForm::Prompt: deltanet_prompt(args, work, step, stream); return;
-    case GdnForm::Cluster: deltanet_cluster(args, step, stream); CUDA_LAUNCH_CHECK(); return;
-    case GdnForm::Fused: break;
+  if (deltanet_rows_form(step, s)) {
+    deltanet_rows(args, work, step, stream);
+    return;
   }
   switch (s.d) {
     case 32: launch_core<32>(args, step, stream); break;

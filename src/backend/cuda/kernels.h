@@ -128,13 +128,10 @@ void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
                  const DeviceStep& step, cudaStream_t stream);
 // l2norm(q,k), gates, delta rule over each sequence's rows (in order), then the gated RMSNorm
-// with z: y rows x n_v*d. Updates each sequence's state. Head size 128 runs a sliced form
-// (k_deltanet_sliced.cu, the same bits): the prompt form (three launches) when a sequence has
-// kGdnRowsFormMinRows rows or more, `work` then scratch of deltanet_work_floats() floats (else
-// unused); the cluster form when the step has at most kGdnClusterMaxHeads (sequence, value head)
-// pairs; else the fused kernel (k_deltanet.cu).
+// with z: y rows x n_v*d. Updates each sequence's state. A step with a sequence of at least
+// kGdnRowsFormMinRows rows and head size 128 runs the prompt form (k_deltanet_rows.cu: the same
+// bits in three launches); `work` is then scratch of deltanet_work_floats() floats (else unused).
 constexpr int kGdnRowsFormMinRows = 8;
-constexpr int kGdnClusterMaxHeads = 128;
 int64_t deltanet_work_floats(const DeviceStep& host_step_shape, const GdnShape& s);
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,

@@ -1,29 +1,21 @@
-// Gated DeltaNet core, the sliced forms: the fused kernel's arithmetic (k_deltanet.cu) with a
-// head's state cut into four 32-column slices, one block each, so that a head spreads over four
-// SMs. The fused kernel's D = 128 layout gives thread tid the 16 key rows 16 * (tid / 32).. of its
-// columns and sums the 8 warps' partials in warp order; here lane = column and warp = key-row
-// group, the same partials summed the same way: a slice needs no other slice for the delta rule.
+// Gated DeltaNet core, the prompt form: the fused kernel's arithmetic (k_deltanet.cu) in three
+// launches, so that only the recurrence itself runs row after row.
 //
-// Prompt form (a sequence of kGdnRowsFormMinRows rows or more in the step), three launches so
-// that only the recurrence runs row after row:
 //   1. prep  (rows x key heads):   l2norm of q and k, k.q, and the gates of the value heads that
 //                                  read that key head; every row at once.
-//   2. rows  (value heads x 4 slices x sequences): the delta rule over the sequence's rows, raw o
-//                                  into y; a row's inputs come through a cp.async ring kRing rows
-//                                  ahead; one barrier a row.
+//   2. rows  (value heads x 4 column slices x sequences): the delta rule over the sequence's rows,
+//                                  raw o into y. A row's inputs come through a cp.async ring
+//                                  kRing rows ahead; one barrier a row.
 //   3. norm  (rows x value heads): the gated RMSNorm of o with z, every row at once.
+//
+// Same bits as the fused kernel (tests/gpu_deltanet_test.cpp cuts a prompt both ways): the norms,
+// gates and RMSNorm are deltanet_args.cuh's functions over the same 256-thread tree, and each
+// state column takes the fused kernel's operations in its order. The fused kernel's D = 128
+// layout gives thread tid the 16 key rows 16 * (tid / 32).. of its columns and sums the 8 warps'
+// partials in warp order; here lane = column and warp = key-row group, the same partials summed
+// the same way, so a 32-column slice of a head needs no other slice: four blocks a head.
 // Why (H200, 9B Q4_0 pp512, session 15): the fused kernel spent ~1.6 us a prompt row (32 blocks
 // on 132 SMs, five barriers, global loads, divisions and exp on every row's path).
-//
-// Cluster form (few rows and few sequences: decode at small B): one launch, a cluster of the four
-// slices of a head; each block computes the row's norms and gates itself (the same bits in each)
-// and the gated RMSNorm's sum of o^2 takes the fused tree's warp totals (the fused kernel's warp w
-// held columns 32 w..: slice w's butterfly here) from the cluster's shared memory.
-//
-// Same bits as the fused kernel in both (tests/gpu_deltanet_test.cpp runs a prompt cut every way
-// and sequences alone and batched): the norms, gates and RMSNorm are deltanet_args.cuh's functions
-// over the fused kernel's 256-thread tree, and each state column takes the fused kernel's
-// operations in its order.
 #include <cstdint>
 
 #include "backend/cuda/common.cuh"
@@ -194,129 +186,19 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_norm_kernel(CoreArgs p) 
   if (tid < kD) p.y[at] = yv;
 }
 
-
-struct ClusterSmem {
-  float q[kD];
-  float k[kD];
-  float red1[kGdnWarps][3];
-  float red2[kGdnWarps][2][kSliceCols];
-  float oo[2];
-};
-
-// Block `slice` (its cluster rank) of the cluster of value head h of a sequence: the fused
-// kernel's row, state columns 32 slice + lane as in the rows kernel. Barriers a row: S1 (norm
-// sums), S2 (q, k in shared), S3 (column partials), C1 (the slices' o^2 totals, cluster-wide).
-// Reuse: s_red1, s_q/s_k and s_red2 as in the fused kernel; s_oo[t & 1] is read by the cluster
-// after row t's C1 and rewritten only after row t + 1's, and no block leaves while another may
-// still read it (the last cluster_sync).
-__global__ void __launch_bounds__(kGdnThreads) deltanet_cluster_kernel(CoreArgs p, DeviceStep step) {
-  pdl_enter();
-  const int tid = static_cast<int>(threadIdx.x);
-  const int lane = tid % kWarp, warp = tid / kWarp;
-  const int h = static_cast<int>(blockIdx.x) / kSlices, slice = cluster_rank();
-  const int seq = static_cast<int>(blockIdx.y);
-  const int n = step.seq_n_rows[seq];
-  if (n == 0) return;  // uniform per cluster (one sequence)
-  const int64_t row0 = step.seq_row0[seq];
-  const int kh = key_head_of(p, h);
-  const int col = slice * kSliceCols + lane;
-  const int64_t C = static_cast<int64_t>(2 * p.n_k + p.n_v) * kD;
-  const int64_t Y = static_cast<int64_t>(p.n_v) * kD;
-  const int64_t q_off = static_cast<int64_t>(kh) * kD;
-  const int64_t k_off = static_cast<int64_t>(p.n_k + kh) * kD;
-  const int64_t v_off = static_cast<int64_t>(2 * p.n_k + h) * kD;
-  float* const S_g = step.ssm[p.layer * step.n_seqs + seq] + static_cast<int64_t>(h) * kD * kD;
-
-  MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);  // dynamic: what cluster_map addresses (also in the emulation)
-  ClusterSmem& sh = *reinterpret_cast<ClusterSmem*>(smem);
-  float* const s_q = sh.q;
-  float* const s_k = sh.k;
-  float(*const s_red1)[3] = sh.red1;
-  float(*const s_red2)[2][kSliceCols] = sh.red2;
-  float* const s_oo = sh.oo;
-
-  float S[kRowsPerWarp];
-#pragma unroll
-  for (int m = 0; m < kRowsPerWarp; ++m) S[m] = S_g[static_cast<int64_t>(warp * kRowsPerWarp + m) * kD + col];
-  const float nw = p.norm_w[col];
-
-  for (int t = 0; t < n; ++t) {
-    const int64_t row = row0 + t;
-    const float* crow = p.conv_out + row * C;
-    float qx = 0.0f, kx = 0.0f;
-    if (tid < kD) {
-      qx = crow[q_off + tid];
-      kx = crow[k_off + tid];
-    }
-    const float vj = crow[v_off + col];
-    const float zj = p.z[row * Y + static_cast<int64_t>(h) * kD + col];
-    float beta, decay;
-    gdn_gates(p, row, h, beta, decay);
-    const QkNorms nrm = qk_norms<kD>(qx, kx, s_red1);  // S1
-    if (tid < kD) {
-      s_q[tid] = qx * nrm.qn;
-      s_k[tid] = kx * nrm.kn;
-    }
-    __syncthreads();  // S2
-
-    float ki[kRowsPerWarp], qi[kRowsPerWarp];
-    load_rows(s_k + warp * kRowsPerWarp, ki);
-    load_rows(s_q + warp * kRowsPerWarp, qi);
-    float pk = 0.0f, pq = 0.0f;
-#pragma unroll
-    for (int m = 0; m < kRowsPerWarp; ++m) {
-      S[m] = S[m] * decay;
-      pk = fmaf(ki[m], S[m], pk);
-      pq = fmaf(qi[m], S[m], pq);
-    }
-    s_red2[warp][0][lane] = pk;
-    s_red2[warp][1][lane] = pq;
-    __syncthreads();  // S3
-
-    float sk = s_red2[0][0][lane], sq = s_red2[0][1][lane];
-#pragma unroll
-    for (int v = 1; v < kGdnWarps; ++v) {
-      sk = __fadd_rn(sk, s_red2[v][0][lane]);
-      sq = __fadd_rn(sq, s_red2[v][1][lane]);
-    }
-    const float delta = beta * (vj - sk);
-    const float o = fmaf(delta, nrm.kq, sq);
-
-    // gated_rms_norm's tree: the fused kernel's warp w (columns 32 w..) is slice w; its warps past
-    // the head hold zeros.
-    const float oo = warp_sum(o * o);
-    if (tid == 0) s_oo[t & 1] = oo;
-    cluster_sync();  // C1
-    float ss = *cluster_map(&s_oo[t & 1], 0);
-#pragma unroll
-    for (int v = 1; v < kGdnWarps; ++v) ss = __fadd_rn(ss, v < kSlices ? *cluster_map(&s_oo[t & 1], v) : 0.0f);
-    const float yv = gated_rms_apply<kD>(o, ss, zj, nw, p.eps);
-    if (warp == 0) p.y[row * Y + static_cast<int64_t>(h) * kD + col] = yv;
-#pragma unroll
-    for (int m = 0; m < kRowsPerWarp; ++m) S[m] = fmaf(ki[m], delta, S[m]);
-  }
-
-#pragma unroll
-  for (int m = 0; m < kRowsPerWarp; ++m) S_g[static_cast<int64_t>(warp * kRowsPerWarp + m) * kD + col] = S[m];
-  cluster_sync();  // the cluster's last reads of s_oo are done
-}
-
 }  // namespace
 
-GdnForm deltanet_form(const DeviceStep& step, const GdnShape& s) {
-  if (s.d != kD) return GdnForm::Fused;
-  if (step.max_seq_rows >= kGdnRowsFormMinRows) return GdnForm::Prompt;
-  if (int64_t{step.n_seqs} * s.n_v <= kGdnClusterMaxHeads) return GdnForm::Cluster;
-  return GdnForm::Fused;
+bool deltanet_rows_form(const DeviceStep& step, const GdnShape& s) {
+  return s.d == kD && step.max_seq_rows >= kGdnRowsFormMinRows;
 }
 
 int64_t deltanet_work_floats(const DeviceStep& step, const GdnShape& s) {
-  if (deltanet_form(step, s) != GdnForm::Prompt) return 0;
+  if (!deltanet_rows_form(step, s)) return 0;
   return int64_t{step.n_rows} * (int64_t{s.n_k} * 2 * kD + int64_t{s.n_v} * 4);
 }
 
-void deltanet_prompt(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream) {
-  MEMRA_ASSERT(work != nullptr && reinterpret_cast<uintptr_t>(work) % 16 == 0, "deltanet: the prompt form needs aligned scratch");
+void deltanet_rows(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream) {
+  MEMRA_ASSERT(work != nullptr && reinterpret_cast<uintptr_t>(work) % 16 == 0, "deltanet: prompt form needs aligned scratch");
   MEMRA_ASSERT(step.n_rows > 0);
   const RowsWork w = rows_work(work, step.n_rows, args.n_k);
   launch(deltanet_prep_kernel, dim3(static_cast<unsigned>(step.n_rows), static_cast<unsigned>(args.n_k)), kGdnThreads,
@@ -328,24 +210,6 @@ void deltanet_prompt(const CoreArgs& args, float* work, const DeviceStep& step, 
   launch(deltanet_norm_kernel, dim3(static_cast<unsigned>(step.n_rows), static_cast<unsigned>(args.n_v)), kGdnThreads,
          0, stream, args);
   CUDA_LAUNCH_CHECK();
-}
-
-void deltanet_cluster(const CoreArgs& args, const DeviceStep& step, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(args.n_v * kSlices), static_cast<unsigned>(step.n_seqs));
-  cfg.blockDim = dim3(kGdnThreads);
-  cfg.dynamicSmemBytes = sizeof(ClusterSmem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kSlices;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 2 : 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&cfg, deltanet_cluster_kernel, args, step));
 }
 
 }  // namespace memra::cuda
