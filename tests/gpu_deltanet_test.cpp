@@ -202,7 +202,7 @@ class Rig {
 // cut anywhere (not only on a grid), or one token per step as decode feeds them. Prefix
 // snapshots rely on it: a prompt resumes from the state at any position (step/prefix_cache.h).
 // For head size 128 this also holds the two forms of the core to the same bits: steps of
-// kGdnRowsFormMinRows (8) rows or more run the prompt form (k_deltanet_rows.cu), shorter ones the
+// kGdnPromptFormMinRows (8) rows or more run the prompt form (k_deltanet_prompt.cu), shorter ones the
 // fused kernel (k_deltanet.cu).
 TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
   MEMRA_GPU_OR_SKIP(gpu);

@@ -1,6 +1,6 @@
 // The arguments of the Gated DeltaNet core kernels and the per-row math they share: the fused
 // kernel (k_deltanet.cu: the recurrent form, one row after another, everything in one launch) and
-// the prompt form (k_deltanet_rows.cu: the same arithmetic, its per-row parts run for all rows at
+// the prompt form (k_deltanet_prompt.cu: the same arithmetic, its per-row parts run for all rows at
 // once around the recurrence). Both call the functions below, so a row's bits do not depend on
 // which form ran it. (A chunked form for prompts measured slower on the H200,
 // pp512 -2% and -4% in two sessions, and was removed: git show c29548b:src/backend/cuda/k_deltanet_chunked.cu.)
@@ -76,9 +76,9 @@ __device__ __forceinline__ void load_rows(const float* src, float (&dst)[N]) {
   }
 }
 
-// The prompt form (k_deltanet_rows.cu): whether a step runs it, and its launches.
-bool deltanet_rows_form(const DeviceStep& step, const GdnShape& s);
-void deltanet_rows(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream);
+// The prompt form (k_deltanet_prompt.cu): whether a step runs it, and its launches.
+bool deltanet_prompt_form(const DeviceStep& step, const GdnShape& s);
+void deltanet_prompt(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream);
 
 // The block shape of the per-row reductions: every kernel that reduces a head's row does it over
 // kGdnThreads threads in the same tree (threads past the head size hold zeros).

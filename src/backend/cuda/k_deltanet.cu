@@ -313,8 +313,8 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   args.head_map = s.head_map;
   args.gate_layout = s.gate_layout;
   args.eps = eps;
-  if (deltanet_rows_form(step, s)) {
-    deltanet_rows(args, work, step, stream);
+  if (deltanet_prompt_form(step, s)) {
+    deltanet_prompt(args, work, step, stream);
     return;
   }
   switch (s.d) {

@@ -129,9 +129,9 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
                  const DeviceStep& step, cudaStream_t stream);
 // l2norm(q,k), gates, delta rule over each sequence's rows (in order), then the gated RMSNorm
 // with z: y rows x n_v*d. Updates each sequence's state. A step with a sequence of at least
-// kGdnRowsFormMinRows rows and head size 128 runs the prompt form (k_deltanet_rows.cu: the same
+// kGdnPromptFormMinRows rows and head size 128 runs the prompt form (k_deltanet_prompt.cu: the same
 // bits in three launches); `work` is then scratch of deltanet_work_floats() floats (else unused).
-constexpr int kGdnRowsFormMinRows = 8;
+constexpr int kGdnPromptFormMinRows = 8;
 int64_t deltanet_work_floats(const DeviceStep& host_step_shape, const GdnShape& s);
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,

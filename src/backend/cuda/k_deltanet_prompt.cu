@@ -188,16 +188,16 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_norm_kernel(CoreArgs p) 
 
 }  // namespace
 
-bool deltanet_rows_form(const DeviceStep& step, const GdnShape& s) {
-  return s.d == kD && step.max_seq_rows >= kGdnRowsFormMinRows;
+bool deltanet_prompt_form(const DeviceStep& step, const GdnShape& s) {
+  return s.d == kD && step.max_seq_rows >= kGdnPromptFormMinRows;
 }
 
 int64_t deltanet_work_floats(const DeviceStep& step, const GdnShape& s) {
-  if (!deltanet_rows_form(step, s)) return 0;
+  if (!deltanet_prompt_form(step, s)) return 0;
   return int64_t{step.n_rows} * (int64_t{s.n_k} * 2 * kD + int64_t{s.n_v} * 4);
 }
 
-void deltanet_rows(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream) {
+void deltanet_prompt(const CoreArgs& args, float* work, const DeviceStep& step, cudaStream_t stream) {
   MEMRA_ASSERT(work != nullptr && reinterpret_cast<uintptr_t>(work) % 16 == 0, "deltanet: prompt form needs aligned scratch");
   MEMRA_ASSERT(step.n_rows > 0);
   const RowsWork w = rows_work(work, step.n_rows, args.n_k);
