@@ -69,6 +69,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
     fail("CUDA: cannot allocate the {} MiB scratch arena (lower MEMRA_CUDA_SCRATCH_MB)", arena_size_ >> 20);
   arena_ = static_cast<uint8_t*>(p);
   graphs_enabled_ = options.graphs;
+  pdl_option_ = options.pdl;
   set_pdl_enabled(options.pdl);
   set_stream_parts(options.stream_parts);
   kv_type_ = options.kv_type;
@@ -277,8 +278,15 @@ void CudaBackend::reset_scratch() {
 
 // ---- step tables ----
 
+// Programmatic dependent launch pays where kernels are short (decode: +5% at B = 1, 9B) and costs
+// where they run in several waves: the next kernel's blocks, resident early, take the SM room
+// the running kernel's later blocks need (H200, 9B Q4_0, 2026-12-03: pp512 8,194 tok/s with it,
+// 8,908 without). So a step uses it up to kPdlMaxRows rows. Bits are the same either way.
+constexpr int32_t kPdlMaxRows = 64;
+
 void CudaBackend::on_step(const StepPlan& plan) {
   const int32_t n_rows = static_cast<int32_t>(plan.n_rows());
+  set_pdl_enabled(pdl_option_ && n_rows <= kPdlMaxRows);
   const int32_t n_seqs = static_cast<int32_t>(plan.seqs.size());
   const int32_t n_layers = n_seqs ? static_cast<int32_t>(plan.seqs[0].cache->layers.size()) : 0;
   const size_t n_ptr = static_cast<size_t>(n_layers) * n_seqs;

@@ -104,6 +104,7 @@ class CudaBackend final : public Backend {
   std::unordered_map<uint64_t, float*> inv_freq_;
   // recorded decode steps
   bool graphs_enabled_ = true;
+  bool pdl_option_ = true;  // MEMRA_CUDA_PDL; a step uses it only up to kPdlMaxRows rows (on_step)
   std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
   uint64_t capturing_key_ = 0;
   bool capturing_ = false;
