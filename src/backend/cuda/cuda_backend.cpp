@@ -278,11 +278,13 @@ void CudaBackend::reset_scratch() {
 
 // ---- step tables ----
 
-// Programmatic dependent launch pays where kernels are short (decode: +5% at B = 1, 9B) and costs
-// where they run in several waves: the next kernel's blocks, resident early, take the SM room
-// the running kernel's later blocks need (H200, 9B Q4_0, 2026-12-03: pp512 8,194 tok/s with it,
-// 8,908 without). So a step uses it up to kPdlMaxRows rows. Bits are the same either way.
-constexpr int32_t kPdlMaxRows = 64;
+// Programmatic dependent launch pays where kernels are short and costs where they run in several
+// waves: the next kernel's blocks, resident early, take the SM room the running kernel's later
+// blocks need. H200, 9B Q4_0, 2026-12-03, tok/s with / without: tg32 @ d512 B = 1 369 / 350,
+// B = 2 709 / 681, B = 4 1,329 / 1,295, B = 8 2,429 / 2,374, B = 16 3,730 / 3,748, B = 64
+// 5,372 / 5,561; pp64 6,325 / 6,502; pp512 8,194 / 8,908. So a step uses it up to kPdlMaxRows
+// rows. Bits are the same either way.
+constexpr int32_t kPdlMaxRows = 8;
 
 void CudaBackend::on_step(const StepPlan& plan) {
   const int32_t n_rows = static_cast<int32_t>(plan.n_rows());
