@@ -268,6 +268,9 @@ const Case kCases[] = {
     // Conv: fewer rows than the window (1, 2), exactly it (3), more (5); then one row each.
     {Op::Conv, &k9B, F32, 0, 0, "0:1 0:2 0:5 0:3; 1 1 1 1; 4 1 2 1", kN, kConvTol, true, kAll},
     {Op::Conv, &kTiny, F32, 0, 0, "0:1 0:2 0:5 0:3; 1 1 1 1; 4 1 2 1", kN, kConvTol, true, kAll},
+    // Prompts longer than a chunk of the chunked kernel (32 rows): one, two and four chunks.
+    {Op::Conv, &k9B, F32, 0, 0, "0:100 0:33 0:32 0:31; 1 1 1 1; 40 1 70 33", kN, kConvTol, true, kAll},
+    {Op::Conv, &kTiny, F32, 0, 0, "0:100 0:33 0:32 0:31; 1 1 1 1; 40 1 70 33", kN, kConvTol, true, kAll},
     // Decode at B = 1, 3, 8.
     {Op::DeltaNet, &k9B, F32, 0, 0, "17:1", kN, kDecodeTol, true, kAll},
     {Op::DeltaNet, &k9B, F32, 0, 0, "0:1 17:1 1000:1 63:1 64:1 5:1 300:1 2:1", kN, kDecodeTol, true, kAll},
