@@ -21,6 +21,35 @@ namespace {
 
 constexpr int kConvThreads = 128;
 
+// Rows [t_begin, t_end) of one channel through its K-wide window (win[0..K-2]: the K-1 values
+// before t_begin, oldest first; on return the K-1 values before t_end). Rows are read kAhead at a
+// time before any of them is written: x may be out, so the compiler cannot move a load above the
+// store before it, and a prompt's rows would each wait out a load's latency (H200, 9B Q4_0 pp512:
+// 227 -> 80 us a call, 6,844 -> 7,150 tok/s, same bits). Each element is read before it is
+// written and a thread touches its own channel only: in place stays safe. Both conv kernels run
+// this loop, so an output's bits do not depend on which ran it.
+template <int K>
+__device__ __forceinline__ void conv_rows(const float* x, float* out, int64_t row0, int t_begin, int t_end,
+                                          int channels, int ch, const float (&taps)[K], float (&win)[K]) {
+  constexpr int kAhead = 8;
+  for (int t0 = t_begin; t0 < t_end; t0 += kAhead) {
+    float xs[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) xs[u] = t0 + u < t_end ? x[(row0 + t0 + u) * channels + ch] : 0.0f;
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      if (t0 + u >= t_end) break;
+      win[K - 1] = xs[u];
+      float acc = 0.0f;
+#pragma unroll
+      for (int j = 0; j < K; ++j) acc = fmaf(taps[j], win[j], acc);  // tap order, as the spec sums
+      out[(row0 + t0 + u) * channels + ch] = silu(acc);
+#pragma unroll
+      for (int j = 0; j < K - 1; ++j) win[j] = win[j + 1];
+    }
+  }
+}
+
 // Thread (ch, seq): the K-wide window of channel ch slides over the sequence's rows in
 // registers: win[0..K-2] is the history (state rows, oldest first), win[K-1] the new row. Each
 // thread reads x[row, ch] before it writes out[row, ch], so x == out is safe.
@@ -44,28 +73,7 @@ __global__ void __launch_bounds__(kConvThreads)
 #pragma unroll
   for (int j = 0; j < K - 1; ++j) win[j] = state[static_cast<int64_t>(j) * channels + ch];
 
-  // Rows are read kAhead at a time before any of them is written: x may be out, so the compiler
-  // cannot move a load above the store before it, and a prompt's rows would each wait out a
-  // load's latency (H200, 9B Q4_0 pp512: 227 -> 80 us a call, 6,844 -> 7,150 tok/s, same bits).
-  // A thread reads and writes its own channel only, each element before it is written: in place
-  // stays safe.
-  constexpr int kAhead = 8;
-  for (int t0 = 0; t0 < n; t0 += kAhead) {
-    float xs[kAhead];
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) xs[u] = t0 + u < n ? x[(row0 + t0 + u) * channels + ch] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) {
-      if (t0 + u >= n) break;
-      win[K - 1] = xs[u];
-      float acc = 0.0f;
-#pragma unroll
-      for (int j = 0; j < K; ++j) acc = fmaf(taps[j], win[j], acc);  // tap order, as the spec sums
-      out[(row0 + t0 + u) * channels + ch] = silu(acc);
-#pragma unroll
-      for (int j = 0; j < K - 1; ++j) win[j] = win[j + 1];
-    }
-  }
+  conv_rows<K>(x, out, row0, 0, n, channels, ch, taps, win);
   // The new state: the last K-1 rows of the window (state rows too when n < K-1).
 #pragma unroll
   for (int j = 0; j < K - 1; ++j) state[static_cast<int64_t>(j) * channels + ch] = win[j];
@@ -106,23 +114,7 @@ __global__ void __launch_bounds__(kConvThreads)
     win[j] = t_begin == 0 ? state[static_cast<int64_t>(j) * channels + ch]
                           : x[(row0 + t_begin - (K - 1) + j) * channels + ch];
 
-  constexpr int kAhead = 8;
-  for (int t0 = t_begin; t0 < t_end; t0 += kAhead) {
-    float xs[kAhead];
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) xs[u] = t0 + u < t_end ? x[(row0 + t0 + u) * channels + ch] : 0.0f;
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) {
-      if (t0 + u >= t_end) break;
-      win[K - 1] = xs[u];
-      float acc = 0.0f;
-#pragma unroll
-      for (int j = 0; j < K; ++j) acc = fmaf(taps[j], win[j], acc);  // tap order, as the spec sums
-      out[(row0 + t0 + u) * channels + ch] = silu(acc);
-#pragma unroll
-      for (int j = 0; j < K - 1; ++j) win[j] = win[j + 1];
-    }
-  }
+  conv_rows<K>(x, out, row0, t_begin, t_end, channels, ch, taps, win);
   if (t_begin != 0) return;
   if (t_end == n) {  // one chunk: the window is the new state (state rows too when n < K-1)
 #pragma unroll
