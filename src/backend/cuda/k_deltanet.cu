@@ -141,7 +141,7 @@ void launch_conv(int layer, const float* x, const float* w, float* out, int chan
 
 // ------------------------------------------------------------------ delta rule ----
 
-constexpr int kThreads = kGdnThreads;
+constexpr int kThreads = kGdnThreads;  // deltanet_args.cuh: the reductions' tree
 constexpr int kWarps = kGdnWarps;
 
 __device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {

@@ -88,13 +88,13 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_prep_kernel(CoreArgs p, 
 // after every thread passed row t - 1's barrier and so finished reading it; red[t & 1] is read
 // after row t's barrier and rewritten only after row t + 1's.
 __global__ void __launch_bounds__(kGdnThreads) deltanet_rows_kernel(CoreArgs p, RowsWork w, DeviceStep step) {
-  pdl_wait();  // the next kernel is let in after the rows (below): its blocks would wait out all of them
+  pdl_enter();
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % kWarp, warp = tid / kWarp;
   const int h = static_cast<int>(blockIdx.x) / kSlices, slice = static_cast<int>(blockIdx.x) % kSlices;
   const int seq = static_cast<int>(blockIdx.y);
   const int n = step.seq_n_rows[seq];
-  if (n == 0) return;  // uniform per block (a block that ends counts as letting the next kernel in)
+  if (n == 0) return;  // uniform per block
   const int64_t row0 = step.seq_row0[seq];
   const int kh = key_head_of(p, h);
   const int col = slice * kSliceCols + lane;
@@ -164,7 +164,6 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_rows_kernel(CoreArgs p, 
 #pragma unroll
     for (int m = 0; m < kRowsPerWarp; ++m) S[m] = fmaf(ki[m], delta, S[m]);
   }
-  pdl_launch_dependents();
 
 #pragma unroll
   for (int m = 0; m < kRowsPerWarp; ++m) S_g[static_cast<int64_t>(warp * kRowsPerWarp + m) * kD + col] = S[m];
