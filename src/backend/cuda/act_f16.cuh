@@ -44,6 +44,33 @@ __device__ __forceinline__ float abs_max4(float m, float4 v) {
   return fmaxf(fmaxf(m, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
 }
 
+// The block's own k-tiles of its row, kept in shared memory from the pass that reads the whole row
+// (the row's largest magnitude), so the conversion reads shared memory instead of loading the same
+// elements from global memory again after the reduction (a decode step's launches of this form
+// are latency chains, ~129 a token). Element kk of the block's
+// k-tiles sits at kk + 4 * (kk / 32): 16-byte chunks stay aligned, and the fragment reads (lane
+// (b, t): elements 32b + 2t + 8p) spread over the banks.
+struct ActStage {
+  static constexpr int kFloats = kActWarps * kTileK / 32 * 36;
+  float* v;
+  int64_t first_chunk;  // the row's 4-element chunk at the start of the block's k-tiles
+  __device__ __forceinline__ bool holds(int64_t c) const { return c >= first_chunk && c < first_chunk + kActWarps * kTileK / 4; }
+  __device__ __forceinline__ void put(int64_t c, float4 x) const {
+    const int kk = static_cast<int>(4 * (c - first_chunk));
+    *reinterpret_cast<float4*>(v + kk + 4 * (kk / 32)) = x;
+  }
+  // Element k of the row (k within the block's k-tiles).
+  __device__ __forceinline__ float at(int64_t k) const {
+    const int kk = static_cast<int>(k - 4 * first_chunk);
+    return v[kk + 4 * (kk / 32)];
+  }
+};
+// Launches of up to this many rows stage (H200, 9B Q4_0, 2026-12-03, same bits: tg128 B = 1
+// 373.3 / 372.3 -> 388.2 / 385.1 tok/s; staged at every row count, B = 16 3,762 -> 3,736, B = 64
+// 5,524 -> 5,481 and pp512 9,153 -> 9,064 measured below the unstaged kernels).
+constexpr int64_t kActStageMaxRows = 8;
+__device__ __forceinline__ int64_t act_stage_first_chunk() { return static_cast<int64_t>(blockIdx.y) * kActWarps * kTileK / 4; }
+
 // Writes k-tile kt of row r with one warp (every lane calls it). elem(k) is element k of the row
 // for k < a.cols (called only for a valid row); inv = 2^-e_r. `out_row` (may be null): the row's
 // floats are also stored there (elem(k) as is), each element by exactly one lane.

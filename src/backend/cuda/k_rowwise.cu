@@ -24,12 +24,13 @@ __global__ void embed_kernel(const DevWeight w, const int32_t* __restrict__ toke
 // ss: thread i takes the row's 4-element chunks i, i + kActThreads, ... in order, an fma chain
 // over each chunk's elements in index order, then block_sum's fixed tree: the order depends on
 // dim only. Rows up to kNormRegDim keep each thread's chunks of x and w in registers (loaded
-// once, all in flight); longer rows read them again for each pass (kRegChunks = 0), in the same
-// order, so both forms give the same bits.
+// once, all in flight; launches of up to kActStageMaxRows rows also keep the block's own k-tiles
+// of y in shared memory for the conversion); longer rows read them again for each pass
+// (kRegChunks = 0), in the same order, so every form gives the same bits.
 constexpr int kNormRegChunks = 8;
 constexpr int64_t kNormRegDim = int64_t{4} * kNormRegChunks * kActThreads;  // 8192
 
-template <int kRegChunks>
+template <int kRegChunks, bool kStage>
 __global__ void __launch_bounds__(kActThreads)
     rms_norm_act_kernel(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ out,
                         const F16Act a, int64_t dim, float eps) {
@@ -50,6 +51,11 @@ __global__ void __launch_bounds__(kActThreads)
   }
   pdl_enter();
   __shared__ float red[32];
+  // kStage (rows held in registers, launches of up to kActStageMaxRows rows): the block's own
+  // k-tiles of y are staged (act_f16.cuh).
+  static_assert(!kStage || kRegChunks > 0);
+  __shared__ __align__(16) float staged[kStage ? ActStage::kFloats : 1];
+  const ActStage stage{staged, act_stage_first_chunk()};
   const int64_t r = blockIdx.x;
   const bool valid = r < a.rows;
   const float* xr = valid ? x + r * dim : x;
@@ -83,19 +89,27 @@ __global__ void __launch_bounds__(kActThreads)
   if (valid) {
     if constexpr (kRegChunks > 0) {
 #pragma unroll
-      for (int j = 0; j < kRegChunks; ++j) m = abs_max4(m, y4(xv[j], wv[j]));  // zero chunks: |0| adds nothing
+      for (int j = 0; j < kRegChunks; ++j) {
+        const float4 yc = y4(xv[j], wv[j]);
+        m = abs_max4(m, yc);  // zero chunks: |0| adds nothing
+        const int64_t c = tid + int64_t{j} * kActThreads;
+        if (kStage && c < n_chunks && stage.holds(c)) stage.put(c, yc);
+      }
     } else {
       for (int64_t c = tid; c < n_chunks; c += kActThreads)
         m = abs_max4(m, y4(load_chunk(xr, c, dim, x_vec), load_chunk(w, c, dim, w_vec)));
     }
   }
-  m = block_max(m, red);
+  m = block_max(m, red);  // its barriers also publish the staged chunks
   const int e = scale_exponent(m);
   if (valid && tid == 0 && blockIdx.y == 0) a.exps[r] = e;
   const int64_t kt = static_cast<int64_t>(blockIdx.y) * kActWarps + tid / kWarp;
-  if (kt < a.n_kt)
-    write_act_tile([&](int64_t k) { return y(xr[k], w[k]); }, r, valid, exp2_int(-e), a, kt,
-                   valid ? out + r * dim : nullptr);
+  if (kt >= a.n_kt) return;
+  float* const out_row = valid ? out + r * dim : nullptr;
+  if constexpr (kStage)
+    write_act_tile([&](int64_t k) { return stage.at(k); }, r, valid, exp2_int(-e), a, kt, out_row);
+  else
+    write_act_tile([&](int64_t k) { return y(xr[k], w[k]); }, r, valid, exp2_int(-e), a, kt, out_row);
 }
 
 __global__ void silu_mul_kernel(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ out,
@@ -140,10 +154,12 @@ void rms_norm_act(const float* x, const float* w, float* out, const F16Act& act,
   MEMRA_ASSERT(out + rows * dim <= x || x + rows * dim <= out,
                "rms_norm: the output overlaps the input (every block of a row reads the whole input row)");
   if (rows == 0) return;
-  if (dim <= kNormRegDim)
-    launch(rms_norm_act_kernel<kNormRegChunks>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+  if (dim <= kNormRegDim && rows <= kActStageMaxRows)
+    launch(rms_norm_act_kernel<kNormRegChunks, true>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+  else if (dim <= kNormRegDim)
+    launch(rms_norm_act_kernel<kNormRegChunks, false>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
   else
-    launch(rms_norm_act_kernel<0>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+    launch(rms_norm_act_kernel<0, false>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
   CUDA_LAUNCH_CHECK();
 }
 
