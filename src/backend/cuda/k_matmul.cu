@@ -100,6 +100,12 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
     first = 5, last = 7, want = sm_count();
   } else if (rows <= 16 && !kEmulated) {
     first = 2, last = 4, want = sm_count();
+    // A matrix too small to give every SM a block of the 2-n-tile shape (the 4096 x 4096 ssm_out
+    // and attn_output: 256 row groups x 2 K segments, one serial 8-k-tile chain a warp) takes the
+    // 1-n-tile shapes: twice the warps, each with half the products (the weights decoded twice).
+    // H200, 9B Q4_0 tg32 @ d512 (2026-12-03): B = 12 3,006 -> 3,058, B = 16 3,750 -> 3,870 tok/s;
+    // the same for launches under 4 or 8 blocks an SM (every matrix but the head): 2,534 / 3,231.
+    if (launch_blocks(kShapes[2], rows, groups, segs, swiglu) < sm_count()) first = 5, last = 7;
   } else {
     first = rows <= 32 ? 1 : 0, last = kShapeCount - 1, want = 2 * int64_t{sm_count()};
   }
