@@ -93,7 +93,9 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
   // the MoE router of 35B-A3B 88 us for 2 MB). H200, 2026-12-02, tg64 @ d512, blocks wanted
   // 0 / 1 / 2 / 4 / 8 per SM: 9B B = 32 3,888 / 4,530 / 4,705 / 4,618 / 4,000 tok/s, B = 64
   // 4,368 / 4,901 / 5,471 / 5,300 / 5,152, pp512 6,861 / - / 6,820 / 6,856 / 6,479; B = 16 with
-  // one per SM 3,775, with two 3,646 (-4%), so up to 16 rows the shape keeps its n-tiles.
+  // one per SM 3,775, with two 3,646 (-4%), so up to 16 rows the shape keeps its n-tiles, unless
+  // the matrix is small (below). 8 warps a block at 2-16 rows: slower at every B (2026-12-03, B = 2
+  // 707 -> 684, B = 4 1,334 -> 1,281, B = 16 3,843 -> 3,403 tok/s).
   int first, last;
   int64_t want;
   if (rows <= 8) {
@@ -108,6 +110,11 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
     if (launch_blocks(kShapes[2], rows, groups, segs, swiglu) < sm_count()) first = 5, last = 7;
   } else {
     first = rows <= 32 ? 1 : 0, last = kShapeCount - 1, want = 2 * int64_t{sm_count()};
+    // The same for launches under two blocks an SM at the 2-n-tile 4-warp shape (H200, 9B Q4_0
+    // tg32 @ d512, 2026-12-03, threshold 1 / 2 / 4 blocks an SM: B = 24 3,761 / 3,821 / 3,848, B = 32
+    // 4,700 / 4,746 / 4,731, B = 64 5,540 / 5,549 / 5,330 tok/s; without the rule B = 32 4,686,
+    // B = 64 5,513).
+    if (!kEmulated && launch_blocks(kShapes[2], rows, groups, segs, swiglu) < want) first = 5;
   }
   int pick = first;
   for (int i = first; i <= last; ++i) {
