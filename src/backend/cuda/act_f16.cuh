@@ -65,10 +65,12 @@ struct ActStage {
     return v[kk + 4 * (kk / 32)];
   }
 };
-// Launches of up to this many rows stage (H200, 9B Q4_0, 2026-12-03, same bits: tg128 B = 1
-// 373.3 / 372.3 -> 388.2 / 385.1 tok/s; staged at every row count, B = 16 3,762 -> 3,736, B = 64
-// 5,524 -> 5,481 and pp512 9,153 -> 9,064 measured below the unstaged kernels).
-constexpr int64_t kActStageMaxRows = 8;
+// Launches of up to this many rows stage. H200, 9B Q4_0, 2026-12-03, same bits either way: tg128
+// B = 1 373.3 / 372.3 -> 388.2 / 385.1 tok/s (tg32 370.6 -> 380.7); staged up to 8 rows, tg32 B = 2
+// 715.0 -> 715.7 / 707.0 / 704.4, B = 4 1,333 -> 1,340 / 1,334 / 1,329, B = 8 2,428 -> 2,403 /
+// 2,387 / 2,382; staged at every row count, B = 16 3,762 -> 3,736, B = 64 5,524 -> 5,481, pp512
+// 9,153 -> 9,064. Only the one-row step (whose other 7 rows of the n-tile are padding) gains.
+constexpr int64_t kActStageMaxRows = 1;
 __device__ __forceinline__ int64_t act_stage_first_chunk() { return static_cast<int64_t>(blockIdx.y) * kActWarps * kTileK / 4; }
 
 // Writes k-tile kt of row r with one warp (every lane calls it). elem(k) is element k of the row
