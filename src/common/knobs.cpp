@@ -25,7 +25,7 @@ constexpr Knob kKnobs[] = {
     {"MEMRA_CUDA_GRAPHS", Kind::Bool, "1", 0, 1, "record decode steps as CUDA graphs and replay them"},
     {"MEMRA_CUDA_PDL", Kind::Bool, "1", 0, 1,
      "programmatic dependent launch: a kernel starts (and loads its weights) while the previous one ends, in "
-     "steps of up to 8 rows (measured on 9B Q4_0: +5% at B = 1; B = 64 and pp512 faster without it; bit-identical)"},
+     "steps of up to 16 rows (measured on 9B Q4_0: +5% at B = 1; B = 64 and pp512 faster without it; bit-identical)"},
     {"MEMRA_CUDA_STREAM_PARTS", Kind::Int, "0", 0, 4,
      "warps each (row group, K segment) unit of a one-row matmul is split over: 0 picks by matrix size "
      "(small matrices 4), 1 never splits; the bits never change"},

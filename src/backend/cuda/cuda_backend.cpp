@@ -283,8 +283,11 @@ void CudaBackend::reset_scratch() {
 // blocks need. H200, 9B Q4_0, 2026-12-03, tok/s with / without: tg32 @ d512 B = 1 369 / 350,
 // B = 2 709 / 681, B = 4 1,329 / 1,295, B = 8 2,429 / 2,374, B = 16 3,730 / 3,748, B = 64
 // 5,372 / 5,561; pp64 6,325 / 6,502; pp512 8,194 / 8,908. So a step uses it up to kPdlMaxRows
-// rows. Bits are the same either way.
-constexpr int32_t kPdlMaxRows = 8;
+// rows. Bits are the same either way. The threshold between 8 and 16 (H200, 2026-12-03, tg32 @
+// d512, threshold 8 -> 16): 9B Q4_0 B = 12 3,073 / 3,073 -> 3,097 / 3,113, B = 16 3,861 / 3,862 ->
+// 3,854 / 3,856; 35B-A3B Q4_0 B = 16 2,037 / 2,054 -> 2,094 (its grouped launches are short); at
+// 64 rows 35B-A3B B = 64 3,626 / 3,654 -> 3,623.
+constexpr int32_t kPdlMaxRows = 16;
 
 void CudaBackend::on_step(const StepPlan& plan) {
   const int32_t n_rows = static_cast<int32_t>(plan.n_rows());
