@@ -151,7 +151,10 @@ int pieces_of(GgmlType t) {
 int g_stream_parts = 0;  // MEMRA_CUDA_STREAM_PARTS: 0 stream_parts' rule, else that many (1: no split)
 
 int stream_parts(int64_t units, int n_kt, int segs) {
-  const int most = std::max(1, std::min(4, n_kt / segs));
+  // At most a warp per k-tile of a segment, and a block's segs * parts warps within the kernel's
+  // 8 (__launch_bounds__(256)): MEMRA_CUDA_STREAM_PARTS=2 on a 12288-column ffn_down (8 segments)
+  // asked for 16-warp blocks and its launch failed (H200, 2026-12-03).
+  const int most = std::max(1, std::min({4, n_kt / segs, 8 / segs}));
   if (g_stream_parts > 0) return std::min(g_stream_parts, most);
   const int64_t schedulers = 4 * int64_t{sm_count()};
   int parts = 1;
@@ -188,7 +191,7 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
   const StreamSmem base = stream_smem(type, mt, static_cast<int>(a.rows), a.n_kt, warps, segs, 0, parts);
   for (per_sm = want; per_sm >= 1; --per_sm) {
     const int budget = (228 << 10) / per_sm - (1 << 10);  // an SM's 228 KiB, 1 KiB reserved a block
-    const int stages = std::min(kStreamMaxStages, (budget - base.total) / (warps * base.slot));
+    const int stages = std::min(kStreamMaxStages, (budget - base.total) / (warps * (base.slot + kSlotBarrierBytes)));
     if (stages >= 3) {
       a.stages = stages;
       a.rows_cap = static_cast<int>(a.rows);

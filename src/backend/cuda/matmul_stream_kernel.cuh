@@ -16,8 +16,8 @@
 //   - the block copies the activation rows of every k-tile once, after the PDL wait (1-8 rows of
 //     n_in f16 values: 8 KiB for one row of 4096 columns), and keeps them for all its work;
 //   - each warp owns a ring of `stages` slots; a slot is a verbatim copy of the warp's weight tiles
-//     of one k-tile (the tile's bytes, 16 bytes a lane a copy), and the warp waits on its own
-//     copies only (a warp barrier, never a block barrier, between k-tiles);
+//     of one k-tile (the tile's bytes; kBulkRing below says how they are copied), and the warp
+//     waits on its own copies only (never a block barrier between k-tiles);
 //   - a warp's work is a (row group, K segment) unit; a block of W = segs * R warps owns R row
 //     groups at a time (a "set"), every segment of them, and walks sets gridDim.x apart, so the
 //     segment partials meet in shared memory in matmul_order.h's tree and a persistent grid keeps
@@ -43,8 +43,10 @@ constexpr int kStreamMaxStages = 8;
 // the segment partials, the split form's block terms (two rounds' worth: every warp's k-tile of a
 // round, [round parity][warp][m][block][row][kFoldTerms]), then each warp's ring.
 struct StreamSmem {
-  int act, act_lo, sums, red, terms, ring, slot, total;
+  int act, act_lo, sums, red, terms, ring, slot, bars, total;
 };
+// Shared memory a ring slot costs beyond its tile bytes: its barrier.
+constexpr int kSlotBarrierBytes = 8;
 MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, int n_kt, int warps, int segs, int stages,
                                              int parts = 1) {
   const TileFormat f = tile_format(type);
@@ -58,7 +60,8 @@ MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, in
   s.terms = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
   s.ring = s.terms + (parts > 1 ? 2 * warps * mt * kTileBlocks * kGroupRows * fold_terms(type) * 4 : 0);
   s.slot = mt * f.tile_bytes;
-  s.total = s.ring + warps * stages * s.slot;
+  s.bars = s.ring + warps * stages * s.slot;  // a multiple of 16: every part above is
+  s.total = s.bars + warps * stages * kSlotBarrierBytes;
   return s;
 }
 
@@ -75,6 +78,16 @@ __device__ __forceinline__ void cp_async_wait_n(int n) {
     default: cp_async_wait<7>(); break;
   }
 }
+
+// How a warp fills its ring slots: per-lane cp.async (16 bytes a lane a copy, one commit group a
+// k-tile), or one bulk copy a tile from lane 0 completing on the slot's mbarrier. Bulk where a
+// tile is 3 KiB or more (a lane's share is 6.5+ copies). H200, 2026-12-03, tg128 B = 1, bits
+// identical, two rounds each: 9B Q8_0 (4,352-byte tiles) 274.6 / 275.2 / 276.0 / 276.6 -> 281.8 /
+// 282.6 / 282.0 / 282.5 tok/s (+2.3%), 9B Q6_K (3,360) 216.0 / 216.7 -> 219.7 / 219.8 (+1.6%), 2B
+// BF16 (8,192) 496.8 / 494.4 -> 502.2 / 498.6 (+1%); at Q4_0's 2,304 bytes bulk copies measured
+// 0.4-0.6% slower (9B 387.6 / 385.4 -> 385.1 / 383.9; 2B flat); Q4_K / Q5_K (2,304 / 2,816) unmeasured.
+template <GgmlType T>
+constexpr bool kBulkRing = TileSpec<T>::f.tile_bytes >= 3072;
 
 // a.segs, a.n_kt, a.rows (<= 8), a.rows_cap (= rows), a.t / a.tile_begin (first global row group
 // of each target), a.set_rgs (R), a.n_sets, a.stages, a.parts. Not grouped. SW: m-tile 0 is the
@@ -100,6 +113,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   constexpr int kRowStride = 16;  // verbatim tiles (matmul_tile_decode.cuh)
   constexpr int kRowBytes = S::kRowPieces == 1 ? 16 : 32;  // one g's share of the per-row section
   constexpr int TC = kFoldTerms<T>;
+  constexpr bool kBulk = kBulkRing<T>;
   MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
@@ -111,6 +125,16 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   const int kt0 = seg * n_kt / segs, kt1 = (seg + 1) * n_kt / segs;
   const StreamSmem L = stream_smem(T, MT, rc, n_kt, n_warps, segs, stages, parts);
   uint8_t* ring = smem + L.ring + warp * stages * L.slot;
+  // kBulk: slot s of the ring completes on bars[s]: lane 0 arms it with the slot's bytes and
+  // issues the bulk copies; every lane waits on the phase (bit s of `phases`: the phase parity it
+  // waits for next). A slot with no copy (a unit past the matrix) is neither armed nor waited on.
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + L.bars) + warp * stages;
+  if (kBulk && lane == 0) {
+    for (int s = 0; s < stages; ++s) mbarrier_init(bars + s, 1);
+    mbarrier_init_fence();
+  }
+  __syncwarp();
+  [[maybe_unused]] uint32_t phases = 0;
   const int total_rg = a.tile_begin[a.n_targets];
   // Rounds a set takes: every unit walks the longest segment's k-tiles, P at a time.
   const int rounds = ((n_kt + segs - 1) / segs + parts - 1) / parts;
@@ -138,12 +162,23 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   auto issue = [&]() {
     if (is_set < a.n_sets) {
       uint8_t* dst = ring + is_slot * L.slot;
+      if constexpr (kBulk) {
+        if (lane == 0 && is_w[0]) {  // SW: both matrices' tiles, or neither (unit_tiles)
+          uint64_t* bar = bars + is_slot;
+          fence_proxy_async();  // the lanes' reads of the slot's last k-tile (ordered by __syncwarp) come first
+          mbarrier_arrive_expect(bar, MT * kTileBytes);
 #pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        if (!is_w[m]) continue;
-        const uint8_t* src = is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes;
+          for (int m = 0; m < MT; ++m)
+            bulk_copy(dst + m * kTileBytes, is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes, kTileBytes, bar);
+        }
+      } else {
 #pragma unroll
-        for (int c = lane; c < kTileBytes / 16; c += 32) cp_async16(dst + m * kTileBytes + c * 16, src + c * 16);
+        for (int m = 0; m < MT; ++m) {
+          if (!is_w[m]) continue;
+          const uint8_t* src = is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes;
+#pragma unroll
+          for (int c = lane; c < kTileBytes / 16; c += 32) cp_async16(dst + m * kTileBytes + c * 16, src + c * 16);
+        }
       }
       is_kt += parts;
       if (is_kt >= kt1) {
@@ -152,7 +187,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
         unit_tiles(is_set, is_w);
       }
     }
-    cp_async_commit();  // one group per call, empty past the last k-tile
+    if constexpr (!kBulk) cp_async_commit();  // one group per call, empty past the last k-tile
     is_slot = is_slot + 1 == stages ? 0 : is_slot + 1;
   };
 
@@ -202,9 +237,15 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   auto k_tile = [&](int kt, [[maybe_unused]] float* out_terms) {
     __syncwarp();  // every lane is done with the slot the next copy overwrites
     issue();
-    cp_async_wait_n(stages - 1);
-    __syncwarp();  // this k-tile's copies (made by every lane of the warp) are visible
+    if constexpr (!kBulk) {
+      cp_async_wait_n(stages - 1);
+      __syncwarp();  // this k-tile's copies (made by every lane of the warp) are visible
+    }
     if (cur_w[0]) {
+      if constexpr (kBulk) {
+        mbarrier_wait(bars + cur_slot, (phases >> cur_slot) & 1u);
+        phases ^= 1u << cur_slot;
+      }
       const uint8_t* slot = ring + cur_slot * L.slot;
       const uint8_t* act = smem + L.act + kt * (rc * 512);
       [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * (rc * 512);
@@ -350,7 +391,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
     cur_set += static_cast<int>(gridDim.x);
     unit_tiles(cur_set, cur_w);
   }
-  cp_async_wait<0>();
+  if constexpr (!kBulk) cp_async_wait<0>();
 }
 
 // Blocks: the sets, at most `per_sm` resident blocks an SM (fewer where registers allow fewer);
