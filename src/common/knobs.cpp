@@ -28,7 +28,8 @@ constexpr Knob kKnobs[] = {
      "steps of up to 16 rows (measured on 9B Q4_0: +5% at B = 1; B = 64 and pp512 faster without it; bit-identical)"},
     {"MEMRA_CUDA_STREAM_PARTS", Kind::Int, "0", 0, 4,
      "warps each (row group, K segment) unit of a one-row matmul is split over: 0 picks by matrix size "
-     "(small matrices 4), 1 never splits; the bits never change"},
+     "(small matrices 4), 1 never splits; capped at 8 / K segments (one warp a unit from 8192 columns); "
+     "the bits never change"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)",
