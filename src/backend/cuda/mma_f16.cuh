@@ -137,9 +137,10 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // ---- bulk copies (cp.async.bulk, sm_90): one thread moves a whole tile, completion on an mbarrier ----
-// Why: a per-lane cp.async of a 2.3 KB Q4_0 tile is ~5 copies a lane plus their addresses and
-// group waits, a quarter of a streaming k-tile's instructions; a bulk copy is one instruction of
-// one lane, and the wait is the barrier's phase. The emulation copies at once and never waits.
+// Why: per-lane cp.async of a tile is tile_bytes / 512 copies a lane plus their addresses and a
+// group wait; a bulk copy is one instruction of one lane, and the wait is the barrier's phase
+// (matmul_stream_kernel.cuh, kBulkRing: where it measured faster). The emulation copies at once
+// and never waits.
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 #ifdef MEMRA_CUDASIM
