@@ -128,22 +128,6 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
   return c;
 }
 
-// 16-byte pieces per lane per k-tile of a device type (TileSpec<T>::kPieces at run time).
-int pieces_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::Q4_0: return TileSpec<GgmlType::Q4_0>::kPieces;
-    case GgmlType::Q8_0: return TileSpec<GgmlType::Q8_0>::kPieces;
-    case GgmlType::Q4_K: return TileSpec<GgmlType::Q4_K>::kPieces;
-    case GgmlType::Q5_K: return TileSpec<GgmlType::Q5_K>::kPieces;
-    case GgmlType::Q6_K: return TileSpec<GgmlType::Q6_K>::kPieces;
-    case GgmlType::F16: return TileSpec<GgmlType::F16>::kPieces;
-    case GgmlType::BF16: return TileSpec<GgmlType::BF16>::kPieces;
-    case GgmlType::F32: return TileSpec<GgmlType::F32>::kPieces;
-    default: MEMRA_ASSERT(false, "matmul: no kernel for this weight type");
-  }
-  return 0;
-}
-
 // Split units (matmul_stream_kernel.cuh, SPLIT): while the launch's units leave the SMs' schedulers
 // under 4 warps each, each unit takes 2, then 4 warps (at most a warp per k-tile of its segment).
 // H200, 2026-12-03, against MEMRA_CUDA_STREAM_PARTS=1: 35B-A3B Q4_0 tg64 B = 1 370.4 -> 380.2 tok/s;
@@ -238,9 +222,9 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
   auto smem = [&](int warps) {
     const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
     const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
-    return kStages * (warps * c.mt * pieces_of(type) * 512 + args.rows_cap * kActRowBytes * (lo ? 2 : 1) +
+    return kStages * (warps * c.mt * args.tile_bytes + c.nt * kActTileBytes * (lo ? 2 : 1) +
                      (sums ? c.nt * kSumTileBytes : 0)) +
-           8 * 8 * c.nt;
+           8 * 8 * c.nt + 8 * kStages;
   };
   while (c.warps > 1 && smem(c.warps) > kSmemBudget) c.warps /= 2;
   MEMRA_ASSERT(smem(c.warps) <= kSmemBudget, "matmul: {} bytes of shared memory for one warp", smem(c.warps));

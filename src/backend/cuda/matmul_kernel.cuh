@@ -19,10 +19,10 @@ namespace memra::cuda::matmul_impl {
 constexpr int kMaxTargets = 4;
 constexpr int kActTileBytes = kTileBlocks * 8 * 4 * 16;  // one n-tile's fragments of one k-tile: 4 KiB
 constexpr int kSumTileBytes = kTileBlocks * 8 * 4;       // its block sums: 256 bytes
-// In shared memory an activation row's k-tile is 512 bytes ([b][t] 16-byte pieces) padded to 576,
-// so the 8 lanes of each LDS.128 phase (rows g, g+1; t = 0..3) hit distinct bank groups; only the
-// rows a block holds are stored (a one-row decode step stages 576 bytes, not an 8-row n-tile).
-constexpr int kActRowBytes = 576;
+// In shared memory a stage holds the block's n-tiles of one k-tile in the F16Act layout,
+// [n][b][g][t] 16-byte pieces (4 KiB an n-tile): the 8 lanes of each LDS.128 phase (rows g, g + 1;
+// t = 0..3) read 128 contiguous bytes, so no padding is needed, and an ungrouped launch fills it
+// with one bulk copy an n-tile (see issue_acts).
 
 struct Target {
   const uint8_t* w;   // matrix base (device layout)
@@ -72,12 +72,11 @@ struct Args {
 template <GgmlType T, int MT, int NT>
 struct Shape {
   using S = TileSpec<T>;
-  static constexpr int kWarpStage = MT * S::kPieces * 512;  // one warp's weight pieces per stage
-  // Stage: the warps' weight pieces, activation rows (hi, then lo for the float types), sums.
-  MEMRA_ORDER_HD static constexpr int act_bytes(int rows_cap) { return rows_cap * kActRowBytes * (S::kUsesLo ? 2 : 1); }
-  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps, int rows_cap) {
-    return warps * kWarpStage + act_bytes(rows_cap) + (S::kUsesSums ? NT * kSumTileBytes : 0);
-  }
+  static constexpr int kWarpStage = MT * S::f.tile_bytes;  // one warp's verbatim weight tiles per stage
+  // Stage: the warps' weight tiles, activation n-tiles (hi, then lo for the float types), sums.
+  static constexpr int kActBytes = NT * kActTileBytes * (S::kUsesLo ? 2 : 1);
+  static constexpr int kActSumBytes = kActBytes + (S::kUsesSums ? NT * kSumTileBytes : 0);
+  MEMRA_ORDER_HD static constexpr int stage_bytes(int warps) { return warps * kWarpStage + kActSumBytes; }
 };
 
 // SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows).
@@ -90,8 +89,8 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   const int n_warps = static_cast<int>(blockDim.x) / 32;
   const int g = lane / 4, t = lane % 4;
   const int rows_cap = a.rows_cap;
-  const int stage_bytes = Sh::stage_bytes(n_warps, rows_cap);
-  const int lo_off = rows_cap * kActRowBytes, sums_off = Sh::act_bytes(rows_cap);
+  const int stage_bytes = Sh::stage_bytes(n_warps);
+  constexpr int lo_off = NT * kActTileBytes, sums_off = Sh::kActBytes;
   const int act_off = n_warps * Sh::kWarpStage;
 
   // Which target, row groups and K segment this CTA owns.
@@ -134,60 +133,77 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     wtile[m] = rg < tg.n_rg ? base + static_cast<int64_t>(rg) * a.group_stride : nullptr;
   }
 
-  // Staged rows past the last activation row (the last block of rows) are never copied: zero
-  // them in every stage once. src_row: each staged row's row in the F16Act.
+  // Staged rows past the last activation row are padding: an output column depends on its own
+  // B column only, and padding columns are never stored, so their contents do not matter (an
+  // ungrouped launch copies whole n-tiles, padding rows included; other stage bytes keep what
+  // they hold). src_row: each staged row's row in the F16Act.
   const int64_t left = rows - n8_0 * 8;
   const int rows_here = left < rows_cap ? static_cast<int>(left) : rows_cap;
   int64_t* src_row = reinterpret_cast<int64_t*>(smem + STAGES * stage_bytes);  // after the stages
+  // Stage s's bulk copies complete on bars[s] (below).
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * stage_bytes + 8 * 8 * NT);
   for (int r = tid; r < rows_here; r += blockDim.x) {
     const int64_t lr = row0 + n8_0 * 8 + r;
     src_row[r] = a.act_row ? a.act_row[lr] : lr;
   }
-  for (int s = 0; s < STAGES; ++s) {
-    uint4* st = reinterpret_cast<uint4*>(smem + s * stage_bytes + act_off);
-    for (int i = rows_here * (kActRowBytes / 16) + tid; i < rows_cap * (kActRowBytes / 16); i += blockDim.x) {
-      st[i] = make_uint4(0, 0, 0, 0);
-      if constexpr (S::kUsesLo) st[lo_off / 16 + i] = make_uint4(0, 0, 0, 0);
-    }
-    if constexpr (S::kUsesSums) {  // [n][b][g] floats: row 8n + g
-      float* q = reinterpret_cast<float*>(smem + s * stage_bytes + act_off + sums_off);
-      for (int i = tid; i < NT * 64; i += blockDim.x)
-        if ((i / 64) * 8 + i % 8 >= rows_here) q[i] = 0.0f;
-    }
+  // Stage s completes on bars[s]: one arrival a warp (lane 0: its weight tiles' bulk copies) and
+  // one of thread 0 (the activations' bulk copies; none when grouped, whose gathered rows are
+  // per-thread cp.async groups, waited for with cp_async_wait). Why bulk copies: per-lane copies
+  // cost every thread ~5 copies a k-tile of weights (the per-row scales copied once a lane) and
+  // ~4-8 of activations with their address arithmetic; one instruction a tile instead gave, H200,
+  // 9B Q4_0, tg32 @ d512 (2026-12-04, same bits): B = 1 376 -> 391 tok/s, B = 8 2,412 -> 2,633,
+  // B = 16 3,811 -> 4,137, B = 64 5,504 -> 6,313, pp512 9,156 -> 10,064 (activations alone in bulk:
+  // about half of that).
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) mbarrier_init(bars + s, n_warps + 1);
+    mbarrier_init_fence();
   }
-  __syncthreads();  // src_row
+  __syncthreads();  // src_row, the barriers
+  // The n-tiles of the F16Act this block's rows cover (an ungrouped launch: rows are n-tiles).
+  const int nt_here = (left + 7) / 8 < NT ? static_cast<int>((left + 7) / 8) : NT;
 
   // k-tile kt of the segment goes to stage (kt - kt0) % STAGES.
   auto issue_weights = [&](int kt) {
     if (kt >= kt1) return;
-    uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + warp * Sh::kWarpStage + lane * 16;
+    if (lane != 0) return;
+    const int stage = (kt - kt0) % STAGES;
+    uint8_t* dst = smem + stage * stage_bytes + warp * Sh::kWarpStage;
+    int n_tiles = 0;
 #pragma unroll
-    for (int m = 0; m < MT; ++m) {
-      if (!wtile[m]) continue;
-      const uint8_t* src = wtile[m] + static_cast<int64_t>(kt) * a.tile_bytes;
-      uint8_t* d = dst + m * S::kPieces * 512;
+    for (int m = 0; m < MT; ++m) n_tiles += wtile[m] != nullptr;
+    fence_proxy_async();  // the block's reads of this stage's last k-tile (ordered by the barrier) come first
+    mbarrier_arrive_expect(bars + stage, n_tiles * S::f.tile_bytes);
 #pragma unroll
-      for (int i = 0; i < S::kLanePieces; ++i) cp_async16(d + i * 512, src + i * 512 + lane * 16);
-      constexpr int roff = S::f.row_data_off;
-      if constexpr (S::kRowPieces == 1) {
-        cp_async16(d + S::kLanePieces * 512, src + roff + g * 16);
-      } else if constexpr (S::kRowPieces >= 2) {
-        cp_async16(d + S::kLanePieces * 512, src + roff + g * 32);
-        cp_async16(d + (S::kLanePieces + 1) * 512, src + roff + g * 32 + 16);
-      }
-      if constexpr (S::kRowPieces == 3) cp_async4(d + (S::kLanePieces + 2) * 512, src + S::f.d_off + g * 4);
-    }
+    for (int m = 0; m < MT; ++m)
+      if (wtile[m]) bulk_copy(dst + m * S::f.tile_bytes, wtile[m] + static_cast<int64_t>(kt) * a.tile_bytes,
+                              S::f.tile_bytes, bars + stage);
   };
-  // Piece i of the block's rows: row i / 32, block (i / 4) % 8, t = i % 4; from the global
-  // n-tile layout [n8][kt][b][g][t] to the staged [row][b][t].
+  // Ungrouped: one bulk copy an n-tile (4 KiB, [b][g][t]: the staged layout), its lo and sums,
+  // completing on the stage's barrier. Grouped (rows gathered through act_row): piece i of the
+  // block's rows is row i / 32, block (i / 4) % 8, t = i % 4, copied by the block's threads.
   auto issue_acts = [&](int kt) {
     if (kt >= kt1) return;
-    uint8_t* dst = smem + ((kt - kt0) % STAGES) * stage_bytes + act_off;
+    const int stage = (kt - kt0) % STAGES;
+    uint8_t* dst = smem + stage * stage_bytes + act_off;
+    if (tid == 0) mbarrier_arrive_expect(bars + stage, grouped ? 0 : nt_here * (Sh::kActSumBytes / NT));
+    if (!grouped) {
+      if (tid == 0) {
+        for (int n = 0; n < nt_here; ++n) {
+          const int64_t src = ((n8_0 + n) * a.n_kt + kt) * kActTileBytes;
+          bulk_copy(dst + n * kActTileBytes, a.act + src, kActTileBytes, bars + stage);
+          if constexpr (S::kUsesLo) bulk_copy(dst + lo_off + n * kActTileBytes, a.act_lo + src, kActTileBytes, bars + stage);
+          if constexpr (S::kUsesSums)
+            bulk_copy(dst + sums_off + n * kSumTileBytes, a.sums + ((n8_0 + n) * a.n_kt + kt) * 64, kSumTileBytes,
+                      bars + stage);
+        }
+      }
+      return;
+    }
     for (int i = tid; i < rows_here * 32; i += blockDim.x) {
       const int row = i >> 5, b = (i >> 2) & 7, pt = i & 3;
       const int64_t sr = src_row[row];
       const int64_t src = ((sr >> 3) * a.n_kt + kt) * kActTileBytes + b * 512 + (sr & 7) * 64 + pt * 16;
-      const int off = row * kActRowBytes + b * 64 + pt * 16;
+      const int off = (row >> 3) * kActTileBytes + b * 512 + (row & 7) * 64 + pt * 16;
       cp_async16(dst + off, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(dst + lo_off + off, a.act_lo + src);
     }
@@ -233,36 +249,30 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     issue_weights(kt + STAGES - 1);
     issue_acts(kt + STAGES - 1);
     cp_async_commit();
+    mbarrier_wait(bars + (kt - kt0) % STAGES, static_cast<uint32_t>((kt - kt0) / STAGES) & 1u);
 
     const uint8_t* stage = smem + ((kt - kt0) % STAGES) * stage_bytes;
-    const uint8_t* wl0 = stage + warp * Sh::kWarpStage + lane * 16;
+    const uint8_t* tile0 = stage + warp * Sh::kWarpStage;
     const uint8_t* act = stage + act_off;
     TileRegs<T> regs[MT] = {};
+    constexpr int kRowBytes = S::kRowPieces == 1 ? 16 : 32;  // one g's share of the per-row section
 #pragma unroll
-    for (int m = 0; m < MT; ++m) load_tile_regs<T>(wl0 + m * S::kPieces * 512, wl0 + (m * S::kPieces + S::kLanePieces) * 512, regs[m]);
+    for (int m = 0; m < MT; ++m)
+      load_tile_regs<T, 16>(tile0 + m * S::f.tile_bytes + lane * 16,
+                            tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, regs[m]);
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
-      // B fragments: lane (g, t) of n-tile n reads row 8n + g. Rows past the staged ones are the
-      // MMA's padding columns, whose outputs are never stored: an output column depends on its own
-      // B column only, so the small shapes (most lanes read padding at 1-2 n-tiles) read the last
-      // staged row instead, without a predicate or zeroed registers (H200, 9B Q4_0, 2026-12-02:
-      // with the LOP3 decode, tg B = 1 330 -> 354 tok/s, B = 16 3,395 -> 3,471); the wide shapes
-      // keep reading zeros (both changes there ran 4-11% slower at B = 32-64 and pp512).
+      // B fragments: lane (g, t) of n-tile n reads row 8n + g of the staged n-tile. Rows past the
+      // activation rows are the MMA's padding columns, whose outputs are never stored (an output
+      // column depends on its own B column only), so they are read as they are, without a predicate.
       uint4 bf[NT];
       [[maybe_unused]] uint4 bl[NT];
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
-        const int row = 8 * n + g;
-        if constexpr (NT <= 2) {
-          const int off = min(row, rows_cap - 1) * kActRowBytes + B * 64 + t * 16;
-          bf[n] = lds<uint4>(act + off);
-          if constexpr (S::kUsesLo) bl[n] = lds<uint4>(act + lo_off + off);
-        } else {
-          const int off = row * kActRowBytes + B * 64 + t * 16;
-          bf[n] = row < rows_cap ? lds<uint4>(act + off) : make_uint4(0, 0, 0, 0);
-          if constexpr (S::kUsesLo) bl[n] = row < rows_cap ? lds<uint4>(act + lo_off + off) : make_uint4(0, 0, 0, 0);
-        }
+        const int off = n * kActTileBytes + B * 512 + g * 64 + t * 16;
+        bf[n] = lds<uint4>(act + off);
+        if constexpr (S::kUsesLo) bl[n] = lds<uint4>(act + lo_off + off);
       }
       [[maybe_unused]] float2 xs[NT];
       if constexpr (S::kUsesSums) {
@@ -271,10 +281,12 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
       }
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        const uint8_t* wl = wl0 + m * S::kPieces * 512;
+        const uint8_t* tile = tile0 + m * S::f.tile_bytes;
+        const uint8_t* wl = tile + lane * 16;
         BlockFrags fr;
         BlockScales sc;
-        decode_block<T, B, (NT <= 2)>(wl, wl + S::kLanePieces * 512, wl + (S::kLanePieces + 2) * 512, regs[m], fr, sc);
+        decode_block<T, B, (NT <= 2), 16>(wl, tile + S::f.row_data_off + g * kRowBytes, tile + S::f.d_off + g * 4,
+                                          regs[m], fr, sc);
 #pragma unroll
         for (int n = 0; n < NT; ++n) block_products<T>(wl, B, fr, sc, bf[n], bl[n], xs[n], acc[m][n]);
       }
@@ -352,8 +364,8 @@ template <GgmlType T, int MT, int NT, bool SW>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
   auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
   // The stages, then the staged rows' source rows (int64 each).
-  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps, args.rows_cap) +
-                      sizeof(int64_t) * static_cast<size_t>(8 * NT);
+  const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps) +
+                      sizeof(int64_t) * static_cast<size_t>(8 * NT) + sizeof(uint64_t) * kStages;
   MEMRA_ASSERT(static_cast<size_t>(MT * NT * 4) * 32 * warps * sizeof(float) <= smem, "partials fit in the stages");
   static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
   if (smem > configured) {

@@ -7,8 +7,8 @@
 //
 // Why a second kernel: at one n-tile a k-tile is ~330 instructions of decode and tensor-core work
 // per 2.3 KB of Q4_0 weights, so a launch is bound by how many weight bytes each SM keeps in
-// flight. matmul_kernel.cuh stages the CTA's activation rows per k-tile (a block barrier every
-// k-tile) and copies each lane's rows' data redundantly (a third of a stage); its stage count is
+// flight. matmul_kernel.cuh stages the CTA's activation n-tiles per k-tile (a block barrier every
+// k-tile; until 2026-12-04 it also copied each lane's rows' scales redundantly); its stage count is
 // fixed, so a launch either keeps one k-tile in flight a warp or loses a wave to shared memory
 // (H200, 2026-12-02: 3-5 stages ran B = 1 at 297 / 244 / 207 tok/s against 2 stages' 304).
 //
