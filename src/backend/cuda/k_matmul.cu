@@ -6,10 +6,10 @@
 //
 // Shape. A CTA of W warps owns W * MT row groups (16 weight rows each; SwiGLU: MT/2 of gate and
 // the same MT/2 of up) and NT n-tiles of 8 activation rows, and walks the k-tiles (256 columns)
-// of its rows. Per k-tile, a cp.async pipeline of STAGES stages brings each lane its own pieces
-// of the weight tiles (weight_layout.h: a lane reads only what it copied) and, shared by the
-// CTA, the activation fragments of the k-tile. Weights never change, so under programmatic
-// dependent launch the first stages' weights are requested before waiting for the previous kernel.
+// of its rows. Per k-tile, a pipeline of STAGES stages brings each warp its weight tiles
+// (verbatim, one bulk copy a tile) and, shared by the CTA, the activation n-tiles of the k-tile,
+// completing on one barrier a stage. Weights never change, so under programmatic dependent
+// launch the first stages' weights are requested before waiting for the previous kernel.
 // One-row launches mostly take the streaming kernel instead (matmul_stream_kernel.cuh: a copy ring
 // per warp, no block barrier per k-tile), which computes the same order.
 

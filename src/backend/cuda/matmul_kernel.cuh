@@ -255,10 +255,10 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     const uint8_t* tile0 = stage + warp * Sh::kWarpStage;
     const uint8_t* act = stage + act_off;
     TileRegs<T> regs[MT] = {};
-    constexpr int kRowBytes = S::kRowPieces == 1 ? 16 : 32;  // one g's share of the per-row section
+    constexpr int kRowBytes = S::kRowBytes;
 #pragma unroll
     for (int m = 0; m < MT; ++m)
-      load_tile_regs<T, 16>(tile0 + m * S::f.tile_bytes + lane * 16,
+      load_tile_regs<T>(tile0 + m * S::f.tile_bytes + lane * 16,
                             tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, regs[m]);
 
     auto block = [&](auto bconst) {
@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
         const uint8_t* wl = tile + lane * 16;
         BlockFrags fr;
         BlockScales sc;
-        decode_block<T, B, (NT <= 2), 16>(wl, tile + S::f.row_data_off + g * kRowBytes, tile + S::f.d_off + g * 4,
+        decode_block<T, B, (NT <= 2)>(wl, tile + S::f.row_data_off + g * kRowBytes, tile + S::f.d_off + g * 4,
                                           regs[m], fr, sc);
 #pragma unroll
         for (int n = 0; n < NT; ++n) block_products<T>(wl, B, fr, sc, bf[n], bl[n], xs[n], acc[m][n]);

@@ -110,8 +110,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   using S = TileSpec<T>;
   constexpr int MT = SW ? 2 : 1;
   constexpr int kTileBytes = S::f.tile_bytes;
-  constexpr int kRowStride = 16;  // verbatim tiles (matmul_tile_decode.cuh)
-  constexpr int kRowBytes = S::kRowPieces == 1 ? 16 : 32;  // one g's share of the per-row section
+  constexpr int kRowBytes = S::kRowBytes;
   constexpr int TC = kFoldTerms<T>;
   constexpr bool kBulk = kBulkRing<T>;
   MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
@@ -253,7 +252,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
       TileRegs<T> regs[MT] = {};
 #pragma unroll
       for (int m = 0; m < MT; ++m)
-        load_tile_regs<T, kRowStride>(slot + m * kTileBytes + lane * 16,
+        load_tile_regs<T>(slot + m * kTileBytes + lane * 16,
                                       slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, regs[m]);
       auto block = [&](auto bconst) {
         constexpr int B = decltype(bconst)::value;
@@ -269,7 +268,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
           const uint8_t* rp = tile + S::f.row_data_off + g * kRowBytes;
           BlockFrags fr;
           BlockScales sc;
-          decode_block<T, B, true, kRowStride>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
+          decode_block<T, B, true>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
           if constexpr (!SPLIT) {
             block_products<T>(wl, B, fr, sc, bf, bl, xs, acc[m]);
           } else {

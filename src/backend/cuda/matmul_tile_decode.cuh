@@ -1,6 +1,7 @@
 // Per-type decoding of one lane's share of a weight tile (weight_layout.h) into the A fragments
 // of the two m16n8k16 products of a 32-element block, and the block's epilogue (matmul_order.h).
-// The lane's pieces sit in shared memory at wl + i * 512 (piece i), as k_matmul.cu copies them.
+// Both kernels copy a weight tile verbatim into shared memory (weight_layout.h's layout): the
+// lane's code pieces at wl + i * 512 (piece i, wl = tile + lane * 16), its rows' section at rp.
 #pragma once
 
 #include <cstdint>
@@ -12,17 +13,13 @@
 
 namespace memra::cuda {
 
-// 16-byte pieces per lane per k-tile: codes, per-lane extras, then the lane's copy of its rows'
-// data (Q6_K: scales of rows g, g+8, then a piece whose first 4 bytes are the two d values).
 template <GgmlType T>
 struct TileSpec {
   static constexpr TileFormat f = tile_format(T);
-  static constexpr int kLanePieces = f.code_pieces + f.extra_lane_pieces;
-  static constexpr int kRowPieces = T == GgmlType::F16                              ? 0
-                                    : (T == GgmlType::BF16 || T == GgmlType::F32) ? 1
-                                    : T == GgmlType::Q6_K                         ? 3
-                                                                                   : 2;
-  static constexpr int kPieces = kLanePieces + kRowPieces;
+  // Bytes of one row g's share of the tile's per-row section (at row_data_off + g * kRowBytes):
+  // BF16 / F32 one 16-byte piece (the block exponents), the quantized types two (Q6_K's two d
+  // values sit apart, at d_off + g * 4); F16 has no section.
+  static constexpr int kRowBytes = (T == GgmlType::BF16 || T == GgmlType::F32) ? 16 : 32;
   static constexpr bool kUsesSums = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
   // Float weights also multiply the activations' low f16 parts (F16Act::frag_lo).
   static constexpr bool kUsesLo = T == GgmlType::F16 || T == GgmlType::BF16 || T == GgmlType::F32;
@@ -69,10 +66,10 @@ struct TileRegs {
 };
 
 // Where a lane finds its rows' data (the per-row section, weight_layout.h): piece k (16 bytes) of
-// row g at rp + k * kRowStride, and Q6_K's d pair at dp. The pipelined kernel's stage copies each
-// lane's pieces 512 bytes apart (kRowStride 512); a verbatim copy of the tile keeps the section
-// as it is (kRowStride 16, the section at row_data_off + g * 32, d at d_off + g * 4).
-template <GgmlType T, int kRowStride = 512>
+// row g at rp + k * kRowStride (the verbatim tile: rp = tile + row_data_off + g * kRowBytes), and
+// Q6_K's d pair at dp (tile + d_off + g * 4).
+constexpr int kRowStride = 16;
+template <GgmlType T>
 __device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t* rp, TileRegs<T>& r) {
   if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
     r.row[0] = lds<uint4>(rp);
@@ -100,7 +97,7 @@ struct BlockScales {
 // bits, fewer instructions; the small shapes take it (H200, 9B Q4_0, 2026-12-02: part of tg B = 1
 // 330 -> 354 tok/s), the 4- and 8-n-tile shapes keep the AND + OR (with and_or ptxas gave the
 // 4-n-tile kernel 150 registers instead of 116, one block per SM instead of two).
-template <GgmlType T, int B, bool kLop3, int kRowStride = 512>
+template <GgmlType T, int B, bool kLop3>
 __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* rp, const uint8_t* dp,
                                              const TileRegs<T>& r, BlockFrags& fr, BlockScales& sc) {
   if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_K) {
