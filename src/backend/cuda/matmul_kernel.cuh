@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   // ~4-8 of activations with their address arithmetic; one instruction a tile instead gave, H200,
   // 9B Q4_0, tg32 @ d512 (2026-12-04, same bits): B = 1 376 -> 391 tok/s, B = 8 2,412 -> 2,633,
   // B = 16 3,811 -> 4,137, B = 64 5,504 -> 6,313, pp512 9,156 -> 10,064 (activations alone in bulk:
-  // about half of that).
+  // B = 16 3,965, B = 64 5,561, pp512 9,547).
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) mbarrier_init(bars + s, n_warps + 1);
     mbarrier_init_fence();
@@ -179,7 +179,8 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
                               S::f.tile_bytes, bars + stage);
   };
   // Ungrouped: one bulk copy an n-tile (4 KiB, [b][g][t]: the staged layout), its lo and sums,
-  // completing on the stage's barrier. Grouped (rows gathered through act_row): piece i of the
+  // completing on the stage's barrier (thread 0 is warp 0's lane 0: issue_weights, always called
+  // first for the same k-tile, made its proxy fence). Grouped (rows gathered through act_row): piece i of the
   // block's rows is row i / 32, block (i / 4) % 8, t = i % 4, copied by the block's threads.
   auto issue_acts = [&](int kt) {
     if (kt >= kt1) return;
@@ -259,7 +260,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
 #pragma unroll
     for (int m = 0; m < MT; ++m)
       load_tile_regs<T>(tile0 + m * S::f.tile_bytes + lane * 16,
-                            tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, regs[m]);
+                        tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, regs[m]);
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
@@ -286,7 +287,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
         BlockFrags fr;
         BlockScales sc;
         decode_block<T, B, (NT <= 2)>(wl, tile + S::f.row_data_off + g * kRowBytes, tile + S::f.d_off + g * 4,
-                                          regs[m], fr, sc);
+                                      regs[m], fr, sc);
 #pragma unroll
         for (int n = 0; n < NT; ++n) block_products<T>(wl, B, fr, sc, bf[n], bl[n], xs[n], acc[m][n]);
       }

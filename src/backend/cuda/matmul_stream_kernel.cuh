@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
 #pragma unroll
       for (int m = 0; m < MT; ++m)
         load_tile_regs<T>(slot + m * kTileBytes + lane * 16,
-                                      slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, regs[m]);
+                          slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, regs[m]);
       auto block = [&](auto bconst) {
         constexpr int B = decltype(bconst)::value;
         const uint4 bf = lds<uint4>(act + B * b_stride + lane_act);
