@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     src_row[r] = a.act_row ? a.act_row[lr] : lr;
   }
   // Stage s completes on bars[s]: one arrival a warp (lane 0: its weight tiles' bulk copies) and
-  // one of thread 0 (the activations' bulk copies; none when grouped, whose gathered rows are
+  // one of thread 0 (the activations' bulk copies; none when grouped or one row, whose rows are
   // per-thread cp.async groups, waited for with cp_async_wait). Why bulk copies: per-lane copies
   // cost every thread ~5 copies a k-tile of weights (the per-row scales copied once a lane) and
   // ~4-8 of activations with their address arithmetic; one instruction a tile instead gave, H200,
@@ -161,6 +161,10 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   __syncthreads();  // src_row, the barriers
   // The n-tiles of the F16Act this block's rows cover (an ungrouped launch: rows are n-tiles).
   const int nt_here = (left + 7) / 8 < NT ? static_cast<int>((left + 7) / 8) : NT;
+  // A one-row block copies its row's 32 pieces by per-thread cp.async (a commit group, as grouped
+  // launches do) instead of the whole 4 KiB n-tile in bulk: 8x the bytes cost one-row launches
+  // time. H200, tg128 (2026-12-04, same bits): 2B BF16 491 -> 514 tok/s, 9B Q4_0 / Q4_K flat.
+  const bool bulk_acts = !grouped && rows_here >= 2;
 
   // k-tile kt of the segment goes to stage (kt - kt0) % STAGES.
   auto issue_weights = [&](int kt) {
@@ -178,16 +182,16 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
       if (wtile[m]) bulk_copy(dst + m * S::f.tile_bytes, wtile[m] + static_cast<int64_t>(kt) * a.tile_bytes,
                               S::f.tile_bytes, bars + stage);
   };
-  // Ungrouped: one bulk copy an n-tile (4 KiB, [b][g][t]: the staged layout), its lo and sums,
+  // Ungrouped from 2 rows: one bulk copy an n-tile (4 KiB, [b][g][t]: the staged layout), its lo and sums,
   // completing on the stage's barrier (thread 0 is warp 0's lane 0: issue_weights, always called
-  // first for the same k-tile, made its proxy fence). Grouped (rows gathered through act_row): piece i of the
+  // first for the same k-tile, made its proxy fence). Grouped (rows gathered through act_row) or one row: piece i of the
   // block's rows is row i / 32, block (i / 4) % 8, t = i % 4, copied by the block's threads.
   auto issue_acts = [&](int kt) {
     if (kt >= kt1) return;
     const int stage = (kt - kt0) % STAGES;
     uint8_t* dst = smem + stage * stage_bytes + act_off;
-    if (tid == 0) mbarrier_arrive_expect(bars + stage, grouped ? 0 : nt_here * (Sh::kActSumBytes / NT));
-    if (!grouped) {
+    if (tid == 0) mbarrier_arrive_expect(bars + stage, bulk_acts ? nt_here * (Sh::kActSumBytes / NT) : 0);
+    if (bulk_acts) {
       if (tid == 0) {
         for (int n = 0; n < nt_here; ++n) {
           const int64_t src = ((n8_0 + n) * a.n_kt + kt) * kActTileBytes;
