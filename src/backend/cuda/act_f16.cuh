@@ -28,6 +28,16 @@ inline dim3 act_grid(const F16Act& a) {
   return dim3(static_cast<unsigned>((a.rows + 7) / 8 * 8), static_cast<unsigned>((a.n_kt + kActWarps - 1) / kActWarps));
 }
 
+// The shared-memory carveout (percent, launch_carveout) of the kernels that make the f16 form
+// (act_f16, rms_norm_act) for `rows` rows: decode steps of 9-16 rows ask for all of it, the others
+// leave it to the driver. H200, 9B Q4_0 tg32 @ d512 (2026-12-04, same bits): with every launch()
+// kernel but the matmuls, GDN and attention at 100%, B = 16 4,110-4,164 -> 4,243-4,283 tok/s in
+// four runs over three machine starts, while B = 2 lost 1-2.5% and B = 32-64 up to 0.6%
+// (B = 4-8 within noise); all kernels at 100% lost 1-2% at B = 32-64 (the matmuls alone: within
+// noise). Why only there is not known (an SM changes its L1 / shared split only when idle, so
+// neighbouring kernels that prefer different splits cannot overlap under PDL: the likely cause).
+inline int act_carveout(int64_t rows) { return rows > 8 && rows <= 16 ? 100 : -1; }
+
 // Elements 4c .. 4c + 3 of a row of n floats (zeros past the end). `vec`: the row starts on a
 // 16-byte boundary and n % 4 == 0, so one 16-byte load does; otherwise four scalar loads give the
 // same values (the caller's reduction order is over chunks either way).

@@ -70,16 +70,17 @@ void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {
   MEMRA_ASSERT(out.n_kt == k_tiles(out.cols) && out.frag && out.frag_lo && out.sums && out.exps);
   if (out.rows == 0) return;
   const int64_t per_thread = ((out.cols + 3) / 4 + kActThreads - 1) / kActThreads;  // 4-element chunks
+  const int carveout = act_carveout(out.rows);
   if (out.rows > kActStageMaxRows)
-    launch(act_f16_kernel<0>, act_grid(out), kActThreads, 0, stream, x, out);
+    launch_carveout(carveout, act_f16_kernel<0>, act_grid(out), kActThreads, 0, stream, x, out);
   else if (per_thread <= 4)
-    launch(act_f16_kernel<4>, act_grid(out), kActThreads, 0, stream, x, out);
+    launch_carveout(carveout, act_f16_kernel<4>, act_grid(out), kActThreads, 0, stream, x, out);
   else if (per_thread <= 8)
-    launch(act_f16_kernel<8>, act_grid(out), kActThreads, 0, stream, x, out);
+    launch_carveout(carveout, act_f16_kernel<8>, act_grid(out), kActThreads, 0, stream, x, out);
   else if (per_thread <= 16)
-    launch(act_f16_kernel<16>, act_grid(out), kActThreads, 0, stream, x, out);
+    launch_carveout(carveout, act_f16_kernel<16>, act_grid(out), kActThreads, 0, stream, x, out);
   else
-    launch(act_f16_kernel<0>, act_grid(out), kActThreads, 0, stream, x, out);
+    launch_carveout(carveout, act_f16_kernel<0>, act_grid(out), kActThreads, 0, stream, x, out);
   CUDA_LAUNCH_CHECK();
 }
 

@@ -154,12 +154,13 @@ void rms_norm_act(const float* x, const float* w, float* out, const F16Act& act,
   MEMRA_ASSERT(out + rows * dim <= x || x + rows * dim <= out,
                "rms_norm: the output overlaps the input (every block of a row reads the whole input row)");
   if (rows == 0) return;
+  const int carveout = act_carveout(rows);
   if (dim <= kNormRegDim && rows <= kActStageMaxRows)
-    launch(rms_norm_act_kernel<kNormRegChunks, true>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+    launch_carveout(carveout, rms_norm_act_kernel<kNormRegChunks, true>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
   else if (dim <= kNormRegDim)
-    launch(rms_norm_act_kernel<kNormRegChunks, false>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+    launch_carveout(carveout, rms_norm_act_kernel<kNormRegChunks, false>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
   else
-    launch(rms_norm_act_kernel<0, false>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
+    launch_carveout(carveout, rms_norm_act_kernel<0, false>, act_grid(act), kActThreads, 0, stream, x, w, out, act, dim, eps);
   CUDA_LAUNCH_CHECK();
 }
 

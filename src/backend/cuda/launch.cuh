@@ -46,32 +46,50 @@ __device__ __forceinline__ void pdl_enter() {
 bool pdl_enabled();
 
 namespace detail {
+// carveout: the launch's preferred shared-memory share of the unified L1 / shared memory, in
+// percent (cudaLaunchAttributePreferredSharedMemoryCarveout); -1 leaves it to the driver.
 template <typename... Params, typename... Args>
-void launch_with(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                 Args&&... args) {
+void launch_with(bool pdl, int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                 cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n_attr = 0;
+  if (pdl) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  if (carveout >= 0) {
+    attr[n_attr].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attr[n_attr].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+    ++n_attr;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cfg.numAttrs = n_attr;
   CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 }  // namespace detail
 
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
-  detail::launch_with(pdl_enabled(), kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+  detail::launch_with(pdl_enabled(), -1, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+}
+
+// launch() with a preferred shared-memory carveout (percent; -1: the driver's choice).
+template <typename... Params, typename... Args>
+void launch_carveout(int carveout, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                     Args&&... args) {
+  detail::launch_with(pdl_enabled(), carveout, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 // A launch that never overlaps its predecessor (kernels without pdl_wait()).
 template <typename... Params, typename... Args>
 void launch_plain(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
-  detail::launch_with(false, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+  detail::launch_with(false, -1, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace memra::cuda

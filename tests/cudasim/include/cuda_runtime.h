@@ -50,6 +50,7 @@ enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
 enum cudaLaunchAttributeID {
   cudaLaunchAttributeClusterDimension = 4,
   cudaLaunchAttributeProgrammaticStreamSerialization = 5,
+  cudaLaunchAttributePreferredSharedMemoryCarveout = 14,  // accepted and ignored (no L1 here)
 };
 constexpr unsigned cudaStreamNonBlocking = 1;
 constexpr unsigned cudaEventDisableTiming = 2;
@@ -65,6 +66,7 @@ struct cudaLaunchAttributeValue {
     unsigned x, y, z;
   } clusterDim;
   int programmaticStreamSerializationAllowed;
+  unsigned sharedMemCarveout;
 };
 struct cudaLaunchAttribute {
   cudaLaunchAttributeID id;
