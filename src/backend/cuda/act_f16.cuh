@@ -30,12 +30,15 @@ inline dim3 act_grid(const F16Act& a) {
 
 // The shared-memory carveout (percent, launch_carveout) of the kernels that make the f16 form
 // (act_f16, rms_norm_act) for `rows` rows: decode steps of 9-16 rows ask for all of it, the others
-// leave it to the driver. H200, 9B Q4_0 tg32 @ d512 (2026-12-04, same bits): with every launch()
-// kernel but the matmuls, GDN and attention at 100%, B = 16 4,110-4,164 -> 4,243-4,283 tok/s in
-// four runs over three machine starts, while B = 2 lost 1-2.5% and B = 32-64 up to 0.6%
-// (B = 4-8 within noise); all kernels at 100% lost 1-2% at B = 32-64 (the matmuls alone: within
-// noise). Why only there is not known (an SM changes its L1 / shared split only when idle, so
-// neighbouring kernels that prefer different splits cannot overlap under PDL: the likely cause).
+// leave it to the driver. H200, 9B Q4_0 tg32 @ d512 (2026-12-04, same bits): this rule against
+// main in one call, B = 12 3,284 / 3,293 -> 3,333 / 3,355 and B = 16 4,102 / 4,129 -> 4,283 /
+// 4,289 tok/s (bench/results/2026-12-04-1338-h200-call9-act-carveout.log). The sweep before it:
+// the launch() kernels but the matmuls, GDN and attention at 100% gave B = 16 +3-4% in four runs
+// over three machine starts, but B = 2 -1 to -2.5% and B = 32-64 up to -0.6% (B = 4-8 within
+// noise); all kernels at 100% lost 1-2% at B = 32-64 (the matmuls alone: within noise). Why only
+// there is not established; the driver documents that launching a kernel whose cache preference
+// differs from the last one may insert a device-side synchronization point (cuKernelSetCacheConfig),
+// which would end the PDL overlap of neighbouring kernels.
 inline int act_carveout(int64_t rows) { return rows > 8 && rows <= 16 ? 100 : -1; }
 
 // Elements 4c .. 4c + 3 of a row of n floats (zeros past the end). `vec`: the row starts on a
