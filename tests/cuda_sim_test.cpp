@@ -6,7 +6,11 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <vector>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/mma_f16.cuh"
 
 namespace {
 
@@ -161,6 +165,67 @@ TEST(CudaSimRuntime, ClustersRunTogetherAndShareMemory) {
   cudaFree(d);
 }
 
+// Warp 1 waits on each round's mbarrier phase before warp 0 arrives (warp 0 first meets in a warp
+// collective, so the emulation runs warp 1 into its wait): the wait must block until both
+// arrivals and the announced bytes came, then see the round's copy.
+__global__ void mbarrier_kernel(const int* src, int* out) {
+  namespace mc = memra::cuda;
+  MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(smem);
+  int* data = reinterpret_cast<int*>(smem + 16);
+  const int t = static_cast<int>(threadIdx.x);
+  if (t == 0) mc::mbarrier_init(bar, 2);
+  __syncthreads();
+  for (int round = 0; round < 3; ++round) {
+    if (t >= 32) {
+      mc::mbarrier_wait(bar, static_cast<uint32_t>(round & 1));
+      out[round * 32 + t - 32] = data[t - 32];
+    } else {
+      __syncwarp();
+      if (t == 0) {
+        mc::mbarrier_arrive_expect(bar, 32 * sizeof(int));
+        mc::bulk_copy(data, src + round * 32, 32 * sizeof(int), bar);
+      } else if (t == 1) {
+        mc::mbarrier_arrive_expect(bar, 0);
+      }
+    }
+    __syncthreads();  // every read of `data` before the next round's copy
+  }
+}
+
+TEST(CudaSimBlock, MbarrierWaitsForItsArrivalsAndBytes) {
+  std::vector<int> src(96);
+  for (int i = 0; i < 96; ++i) src[i] = 7 * i + 1;
+  int *d_src = nullptr, *d_out = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_src, src.size() * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_out, src.size() * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_src, src.data(), src.size() * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(64);
+  cfg.dynamicSmemBytes = 16 + 32 * sizeof(int);
+  ASSERT_EQ(cudaLaunchKernelEx(&cfg, mbarrier_kernel, static_cast<const int*>(d_src), d_out), cudaSuccess);
+  std::vector<int> out(96, -1);
+  ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(out, src);
+  cudaFree(d_src);
+  cudaFree(d_out);
+}
+
+// A phase announced 256 bytes of which 128 are copied: it never completes (a hang on the GPU).
+__global__ void mbarrier_short_copy_kernel(const int* src) {
+  namespace mc = memra::cuda;
+  MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(smem);
+  if (threadIdx.x == 0) {
+    mc::mbarrier_init(bar, 1);
+    mc::mbarrier_arrive_expect(bar, 256);
+    mc::bulk_copy(smem + 16, src, 128, bar);
+  }
+  __syncthreads();
+  mc::mbarrier_wait(bar, 0);
+}
+
 // Half the block waits at __syncthreads while the other half waits in a warp collective that
 // names the first half's lanes: on a GPU this hangs; the emulation stops with a message.
 __global__ void deadlock_kernel() {
@@ -181,6 +246,9 @@ TEST(CudaSimDeathTest, HangsAndUndefinedCollectivesStop) {
   int* d = nullptr;
   cudaMalloc(&d, 32 * sizeof(int));
   EXPECT_DEATH(cudaLaunchKernelEx(&cfg, exited_lane_kernel, d), "lane (that )?has exited|lane exited");
+  cfg.dynamicSmemBytes = 16 + 256;
+  EXPECT_DEATH(cudaLaunchKernelEx(&cfg, mbarrier_short_copy_kernel, static_cast<const int*>(d)),
+               "deadlock.*mbarrier");
   cudaFree(d);
 }
 

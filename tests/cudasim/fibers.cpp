@@ -62,7 +62,7 @@ namespace {
 // Kernel frames are small, but sanitizer builds enlarge them a lot.
 constexpr size_t kStackBytes = size_t{512} << 10;
 
-enum class State { Ready, BlockBarrier, ClusterBarrier, WarpWait, Done };
+enum class State { Ready, BlockBarrier, ClusterBarrier, WarpWait, MbarrierWait, Done };
 enum class WarpOp { Exchange, Sum };
 
 struct Fiber {
@@ -76,6 +76,7 @@ struct Fiber {
   WarpOp op = WarpOp::Exchange;
   unsigned mask = 0;
   int src = 0;
+  const uint64_t* mbar = nullptr;  // MbarrierWait: the barrier
   uint64_t value = 0, result = 0;
 };
 
@@ -279,6 +280,74 @@ void sync_block() {
   if (f.state != State::Ready) to_scheduler(f, false);
 }
 
+// An mbarrier's word: bits 0-19 the arrival count of a phase, 20-39 the arrivals still due in the
+// current phase, 40-62 the announced bytes not yet copied (a signed 23-bit count: a copy may land
+// before its announcement), 63 the current phase's parity.
+namespace {
+constexpr uint64_t kMbarCountMask = (uint64_t{1} << 20) - 1;
+struct Mbar {
+  uint32_t count, pending;
+  int32_t tx;
+  uint32_t parity;
+};
+Mbar mbar_load(const uint64_t* bar) {
+  const uint64_t w = *bar;
+  Mbar m;
+  m.count = static_cast<uint32_t>(w & kMbarCountMask);
+  m.pending = static_cast<uint32_t>((w >> 20) & kMbarCountMask);
+  const uint32_t tx23 = static_cast<uint32_t>((w >> 40) & ((uint64_t{1} << 23) - 1));
+  m.tx = static_cast<int32_t>(tx23 << 9) >> 9;  // sign-extend 23 bits
+  m.parity = static_cast<uint32_t>(w >> 63);
+  return m;
+}
+void mbar_store(uint64_t* bar, const Mbar& m) {
+  if (m.count > kMbarCountMask || m.pending > kMbarCountMask) die("an mbarrier count out of range");
+  if (m.tx >= (1 << 22) || m.tx < -(1 << 22)) die("an mbarrier transaction count out of range");
+  *bar = uint64_t{m.count} | (uint64_t{m.pending} << 20) |
+         ((static_cast<uint64_t>(static_cast<uint32_t>(m.tx)) & ((uint64_t{1} << 23) - 1)) << 40) |
+         (uint64_t{m.parity} << 63);
+}
+// Completes the phase when nothing is due; the threads waiting on this barrier look again.
+void mbar_settle(uint64_t* bar, Mbar m) {
+  if (m.pending == 0 && m.tx == 0) {
+    m.pending = m.count;
+    m.parity ^= 1u;
+    Block& b = g_block;
+    for (int i = 0; i < b.total(); ++i)
+      if (b.fibers[i].state == State::MbarrierWait && b.fibers[i].mbar == bar) b.fibers[i].state = State::Ready;
+  }
+  mbar_store(bar, m);
+}
+}  // namespace
+
+void mbarrier_init(uint64_t* bar, uint32_t count) {
+  if (count == 0 || count > kMbarCountMask) die("an mbarrier initialized with a count of 0 or too large");
+  mbar_store(bar, Mbar{count, count, 0, 0});
+}
+void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  Mbar m = mbar_load(bar);
+  if (m.count == 0) die("an arrival on an mbarrier that was not initialized");
+  --m.pending;
+  m.tx += static_cast<int32_t>(bytes);
+  mbar_settle(bar, m);
+}
+void mbarrier_complete_tx(uint64_t* bar, uint32_t bytes) {
+  Mbar m = mbar_load(bar);
+  if (m.count == 0) die("a bulk copy completing on an mbarrier that was not initialized");
+  m.tx -= static_cast<int32_t>(bytes);
+  mbar_settle(bar, m);
+}
+void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+  Fiber& f = current();
+  // The phase of parity `parity` has completed once the current phase's parity differs.
+  while (mbar_load(bar).parity == (parity & 1u)) {
+    f.state = State::MbarrierWait;
+    f.mbar = bar;
+    to_scheduler(f, false);
+  }
+  f.mbar = nullptr;
+}
+
 uint64_t warp_exchange(unsigned mask, uint64_t value, int src_lane) {
   return warp_op(WarpOp::Exchange, mask, value, src_lane);
 }
@@ -331,13 +400,16 @@ void run_cluster(const std::vector<uint3>& block_idx, dim3 block_dim, dim3 grid_
       ran = true;
     }
     if (!ran) {
-      int at_barrier = 0, in_warp_op = 0;
+      int at_barrier = 0, in_warp_op = 0, at_mbarrier = 0;
       for (int i = 0; i < n * nb; ++i) {
         at_barrier += b.fibers[i].state == State::BlockBarrier || b.fibers[i].state == State::ClusterBarrier;
         in_warp_op += b.fibers[i].state == State::WarpWait;
+        at_mbarrier += b.fibers[i].state == State::MbarrierWait;
       }
-      std::fprintf(stderr, "cudasim: deadlock: %d threads at barriers, %d in warp collectives, %d exited\n",
-                   at_barrier, in_warp_op, b.n_done());
+      std::fprintf(stderr,
+                   "cudasim: deadlock: %d threads at barriers, %d in warp collectives, %d waiting on mbarrier phases "
+                   "that cannot complete, %d exited\n",
+                   at_barrier, in_warp_op, at_mbarrier, b.n_done());
       die("threads of a block can never meet again");
     }
   }

@@ -140,7 +140,8 @@ __device__ __forceinline__ void cp_async_wait() {
 // Why: per-lane cp.async of a tile is tile_bytes / 512 copies a lane plus their addresses and a
 // group wait; a bulk copy is one instruction of one lane, and the wait is the barrier's phase
 // (matmul_stream_kernel.cuh, kBulkRing: where it measured faster). The emulation copies at once
-// and never waits.
+// and keeps the barriers' arrival and byte counts (tests/cudasim: a phase that cannot complete is
+// a deadlock there, as it is a hang here).
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 #ifdef MEMRA_CUDASIM
@@ -154,8 +155,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 // A barrier whose phase completes after `count` arrivals and the bytes they announced.
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
 #ifdef MEMRA_CUDASIM
-  (void)count;
-  *bar = 0;
+  cudasim::mbarrier_init(bar, count);
 #else
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 #endif
@@ -178,8 +178,7 @@ __device__ __forceinline__ void fence_proxy_async() {
 // One arrival that announces `bytes` of bulk copies completing on `bar` in this phase.
 __device__ __forceinline__ void mbarrier_arrive_expect(uint64_t* bar, uint32_t bytes) {
 #ifdef MEMRA_CUDASIM
-  (void)bar;
-  (void)bytes;
+  cudasim::mbarrier_arrive_expect_tx(bar, bytes);
 #else
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 #endif
@@ -188,8 +187,8 @@ __device__ __forceinline__ void mbarrier_arrive_expect(uint64_t* bar, uint32_t b
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to this block's shared memory.
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
 #ifdef MEMRA_CUDASIM
-  (void)bar;
   std::memcpy(dst, src, bytes);
+  cudasim::mbarrier_complete_tx(bar, bytes);
 #else
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                    smem_addr(dst)),
@@ -202,8 +201,7 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t b
 // calling thread). A phase that never completes is a bug: trap (a launch error) instead of a hang.
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 #ifdef MEMRA_CUDASIM
-  (void)bar;
-  (void)parity;
+  cudasim::mbarrier_wait_parity(bar, parity);
 #else
   for (uint32_t spins = 0;; ++spins) {
     uint32_t done;

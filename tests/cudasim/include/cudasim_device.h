@@ -44,6 +44,15 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int src_lane);
 // The sum over the lanes of `mask` of the values they bring.
 uint64_t warp_sum(unsigned mask, uint64_t value);
 int lane_id();
+// mbarriers (sm_90 shared-memory barriers with a transaction count), kept in the barrier's own
+// 64-bit word: a phase completes when all `count` arrivals of the phase came and every announced
+// byte was copied; waiting threads block until the phase they wait for completed. A phase that
+// can never complete (too few arrivals, announced bytes never copied) stops the process as a
+// deadlock instead of passing silently. (Arrivals past the count open the next phase, as on the GPU.)
+void mbarrier_init(uint64_t* bar, uint32_t count);
+void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes);
+void mbarrier_complete_tx(uint64_t* bar, uint32_t bytes);
+void mbarrier_wait_parity(uint64_t* bar, uint32_t parity);
 
 template <typename T>
 uint64_t to_bits(T v) {
