@@ -120,6 +120,12 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
   "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8,12,16,32,64 -d 512,4096 -r "$REPS" \
     --ctx 8192 --verify-exact --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode: FAILED (see above)" | tee -a "$MD"
+  # The bf16 recurrent state (MEMRA_SSM_STATE=bf16): its own rows, exact too.
+  echo "bf16 recurrent state (MEMRA_SSM_STATE=bf16):" | tee -a "$MD"
+  MEMRA_SSM_STATE=bf16 "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,4,16,64 -d 512 -r "$REPS" \
+    --ctx 8192 --verify-exact --jsonl "$JSONL.bf16-state" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
+    | grep -v '| model |' | tee -a "$MD"
+  [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, bf16 state: FAILED (see above)" | tee -a "$MD"
   # Where a step's time goes at B = 1, 16 and 64 (events around each op, graphs off).
   for b in 1 16 64; do
     MEMRA_CUDA_PROFILE=1 "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 16 -b $b -d 512 -r 1 --ctx 8192 \

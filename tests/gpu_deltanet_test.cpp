@@ -13,6 +13,7 @@
 
 #include "gpu_test_util.h"
 #include "model/config.h"
+#include "quant/float_convert.h"
 #include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
@@ -61,8 +62,8 @@ ModelConfig make_config(const GdnShape& s) {
   return c;
 }
 
-size_t conv_floats(const GdnShape& s) { return static_cast<size_t>(s.conv_kernel - 1) * s.conv_channels(); }
-size_t ssm_floats(const GdnShape& s) { return static_cast<size_t>(s.n_v) * s.d * s.d; }
+size_t conv_values(const GdnShape& s) { return static_cast<size_t>(s.conv_kernel - 1) * s.conv_channels(); }
+size_t ssm_values(const GdnShape& s) { return static_cast<size_t>(s.n_v) * s.d * s.d; }
 size_t beta_width(const GdnShape& s) { return s.gate_layout == GdnGateLayout::GroupedBA ? 2 * s.n_v : s.n_v; }
 
 struct LayerWeights {
@@ -117,8 +118,8 @@ struct SeqState {
 SeqState make_state(const GdnShape& s, uint64_t seed) {
   SeqState st;
   for (int l = 0; l < kLayers; ++l) {
-    st.conv[l] = test::normal_floats(conv_floats(s), 1.0f, seed + 10 * l);
-    st.ssm[l] = test::normal_floats(ssm_floats(s), 0.5f, seed + 10 * l + 1);
+    st.conv[l] = test::normal_floats(conv_values(s), 1.0f, seed + 10 * l);
+    st.ssm[l] = test::normal_floats(ssm_values(s), 0.5f, seed + 10 * l + 1);
   }
   return st;
 }
@@ -130,20 +131,29 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // One backend's side of a test: the layer's weights and n_seqs sequence caches.
 class Rig {
  public:
-  Rig(Backend& be, const NamedShape& shape, const ModelConfig& cfg, const LayerWeights& w, int n_seqs)
+  Rig(Backend& be, const NamedShape& shape, const ModelConfig& cfg, const LayerWeights& w, int n_seqs,
+      GgmlType ssm_type = GgmlType::F32)
       : be_(be),
         s_(shape.s),
+        bf16_(ssm_type == GgmlType::BF16),
         conv_w_(be, w.conv_w),
         ssm_a_(be, w.ssm_a),
         dt_bias_(be, w.dt_bias),
         norm_w_(be, w.norm_w) {
-    for (int i = 0; i < n_seqs; ++i) caches_.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type()), 4096));
+    for (int i = 0; i < n_seqs; ++i)
+      caches_.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type(), ssm_type), 4096));
   }
 
   void set_state(int i, const SeqState& st) {
     for (int l = 0; l < kLayers; ++l) {
       be_.to_device(caches_[i]->layers[l].conv, st.conv[l].data(), st.conv[l].size() * sizeof(float));
-      be_.to_device(caches_[i]->layers[l].ssm, st.ssm[l].data(), st.ssm[l].size() * sizeof(float));
+      if (bf16_) {  // the floats rounded to the stored type (the state a step of this type leaves)
+        std::vector<uint16_t> b(st.ssm[l].size());
+        for (size_t k = 0; k < b.size(); ++k) b[k] = quant::f32_to_bf16(st.ssm[l][k]);
+        be_.to_device(caches_[i]->layers[l].ssm, b.data(), b.size() * sizeof(uint16_t));
+      } else {
+        be_.to_device(caches_[i]->layers[l].ssm, st.ssm[l].data(), st.ssm[l].size() * sizeof(float));
+      }
     }
   }
 
@@ -151,10 +161,16 @@ class Rig {
     be_.synchronize();
     SeqState st;
     for (int l = 0; l < kLayers; ++l) {
-      st.conv[l].resize(conv_floats(s_));
-      st.ssm[l].resize(ssm_floats(s_));
+      st.conv[l].resize(conv_values(s_));
+      st.ssm[l].resize(ssm_values(s_));
       be_.to_host(st.conv[l].data(), caches_[i]->layers[l].conv, st.conv[l].size() * sizeof(float));
-      be_.to_host(st.ssm[l].data(), caches_[i]->layers[l].ssm, st.ssm[l].size() * sizeof(float));
+      if (bf16_) {
+        std::vector<uint16_t> b(st.ssm[l].size());
+        be_.to_host(b.data(), caches_[i]->layers[l].ssm, b.size() * sizeof(uint16_t));
+        for (size_t k = 0; k < b.size(); ++k) st.ssm[l][k] = quant::bf16_to_f32(b[k]);
+      } else {
+        be_.to_host(st.ssm[l].data(), caches_[i]->layers[l].ssm, st.ssm[l].size() * sizeof(float));
+      }
     }
     return st;
   }
@@ -194,6 +210,7 @@ class Rig {
 
   Backend& be_;
   GdnShape s_;
+  bool bf16_;
   test::DevFloats conv_w_, ssm_a_, dt_bias_, norm_w_;
   std::vector<std::unique_ptr<SequenceCache>> caches_;
 };
@@ -204,11 +221,14 @@ class Rig {
 // For head size 128 this also holds the two forms of the core to the same bits: steps of
 // kGdnPromptFormMinRows (8) rows or more run the prompt form (k_deltanet_prompt.cu), shorter ones the
 // fused kernel (k_deltanet.cu).
+// bf16 states (MEMRA_SSM_STATE) too: both forms round the state after every row.
 TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
   MEMRA_GPU_OR_SKIP(gpu);
   std::vector<std::vector<int>> cuts = {{64, 36}, {37, 63}, {1, 99}, {99, 1}, {5, 50, 3, 42}};
   cuts.push_back(std::vector<int>(100, 1));  // token by token
+  for (const GgmlType ssm_type : {GgmlType::F32, GgmlType::BF16})
   for (const NamedShape& shape : {kQwen35_9b, kTiny, kDemo}) {
+    const std::string type_name = ssm_type == GgmlType::BF16 ? " (bf16 state)" : "";
     const GdnShape& s = shape.s;
     const ModelConfig cfg = make_config(s);
     const LayerWeights w = make_weights(s, 120);
@@ -225,11 +245,11 @@ TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
       in.alpha.assign(all.alpha.begin() + from * w_a, all.alpha.begin() + (from + rows) * w_a);
       return in;
     };
-    Rig whole(*gpu, shape, cfg, w, 1);
+    Rig whole(*gpu, shape, cfg, w, 1, ssm_type);
     whole.set_state(0, st0);
     const std::vector<float> y_whole = whole.deltanet({0}, {100}, all);
     for (const std::vector<int>& cut : cuts) {
-      Rig split(*gpu, shape, cfg, w, 1);
+      Rig split(*gpu, shape, cfg, w, 1, ssm_type);
       split.set_state(0, st0);
       std::vector<float> y_split;
       int from = 0;
@@ -239,7 +259,7 @@ TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
         from += rows;
       }
       ASSERT_EQ(from, 100);
-      const std::string what = std::string(shape.name) + " cut " + std::to_string(cut[0]) + "+... (" +
+      const std::string what = std::string(shape.name) + type_name + " cut " + std::to_string(cut[0]) + "+... (" +
                                std::to_string(cut.size()) + " steps)";
       EXPECT_TRUE(same_bits(y_split, y_whole)) << what << ": outputs differ from 100 rows in one step";
       EXPECT_TRUE(same_bits(split.state(0).ssm[kLayer], whole.state(0).ssm[kLayer])) << what << ": state differs";
@@ -250,12 +270,14 @@ TEST(GpuDeltaNetPrefill, SplitsGiveTheBitsOfOneStep) {
 
 TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
   MEMRA_GPU_OR_SKIP(gpu);
+  for (const GgmlType ssm_type : {GgmlType::F32, GgmlType::BF16})
   for (const NamedShape& shape : {kQwen35_9b, kNextTiny, kDemo, kD96}) {
+    const std::string type_name = ssm_type == GgmlType::BF16 ? " (bf16 state)" : "";
     const GdnShape& s = shape.s;
     const ModelConfig cfg = make_config(s);
     const LayerWeights w = make_weights(s, 90);
     constexpr int kBatch = 9, kX = 4;  // sequence X is cache 4 of the batch, beside 8 others
-    Rig alone(*gpu, shape, cfg, w, 1), batch(*gpu, shape, cfg, w, kBatch);
+    Rig alone(*gpu, shape, cfg, w, 1, ssm_type), batch(*gpu, shape, cfg, w, kBatch, ssm_type);
     const SeqState x0 = make_state(s, 91);
     alone.set_state(0, x0);
     for (int i = 0; i < kBatch; ++i) batch.set_state(i, i == kX ? x0 : make_state(s, 200 + i));
@@ -290,7 +312,7 @@ TEST(GpuDeltaNetBatchInvariance, SequenceBitsIndependentOfBatch) {
       const auto y_batch = batch.deltanet(order, rows, concat(ptrs));
       const size_t width = static_cast<size_t>(s.n_v) * s.d;
       const std::vector<float> y_x(y_batch.begin() + x_row0 * width, y_batch.begin() + (x_row0 + x_rows) * width);
-      const std::string what = std::string(shape.name) + " step " + std::to_string(k);
+      const std::string what = std::string(shape.name) + type_name + " step " + std::to_string(k);
       EXPECT_TRUE(same_bits(y_x, y_alone)) << what << ": y differs alone vs batched";
       const SeqState st_alone = alone.state(0), st_batch = batch.state(kX);
       EXPECT_TRUE(same_bits(st_batch.ssm[kLayer], st_alone.ssm[kLayer])) << what << ": recurrent state differs";

@@ -28,6 +28,7 @@
 #include "gpu_ops_compare.h"
 #include "gpu_test_util.h"
 #include "model/config.h"
+#include "quant/float_convert.h"
 #include "quant/quant.h"
 #include "step/sampling.h"
 #include "step/sequence_cache.h"
@@ -71,6 +72,20 @@ constexpr double kAttnTolQ8 = 4e-2;
 constexpr double kConvTol = 2e-6;     // 4-tap float fma chain + SiLU vs float64
 constexpr double kDecodeTol = 5e-6;   // one token through the core
 constexpr double kCarriedTol = 1e-5;  // up to 300 tokens with the state carried in float32
+// The bf16 state (MEMRA_SSM_STATE; case type BF16): both backends round it after every token, the
+// GPU from its float32 value, the CPU from its float64 one rounded to float32; where those straddle
+// a bf16 rounding point the stored elements differ by one bf16 step (2^-8 relative), and the
+// outputs of later tokens with them. Outputs and the states' relative L2: kBf16StateTol (measured
+// in the emulation: outputs <= 4.4e-6, states 3e-7 to 2.6e-5; a rounding that is not to nearest
+// even, or skipped on one side, gives ~2e-3). Each state element within four bf16 steps of the
+// CPU's (flips compounded over the tokens reach 2 steps) plus 2e-3 x rms (near-zero elements carry
+// the absolute differences that flips spread through the delta rule: measured 1.2e-4 x rms); a
+// worst-element bound in rms units, as TensorL2 has, does not fit states whose elements reach many
+// times their rms. (That the GPU rounds after every row, not once a step, is GpuDeltaNetPrefill's
+// SplitsGiveTheBitsOfOneStep with bf16 states.)
+constexpr double kBf16StateTol = 2e-4;
+constexpr double kBf16StateSteps = 1.0 / 64;
+constexpr double kBf16StateFloor = 2e-3;
 // MoE, relative L2 of the FFN's contribution over the rows whose routing is clear: f16 activations
 // at two matmul stages (~1e-3); float weights also see the activations' low parts.
 constexpr double kMoeQuant = 5e-3, kMoeFloat = 1e-4;
@@ -284,6 +299,12 @@ const Case kCases[] = {
     {Op::DeltaNet, &kD256, F32, 0, 0, "0:1 17:1 1000:1", kN, kDecodeTol, true, kAll},
     // Prefill: prompts at 0 and off it, around the 64 rows a chunked form would have used.
     {Op::DeltaNet, &k9B, F32, 0, 0, "0:100", kN, kCarriedTol, true, kAll},
+    // bf16 recurrent states: decode (the fused kernel, several column tiles for d96), prompts (the
+    // prompt form from 8 rows at d128).
+    {Op::DeltaNet, &k9B, BF16, 0, 0, "0:1 17:1 1000:1 63:1 5:1 2:1", kN, kBf16StateTol, true, kAll},
+    {Op::DeltaNet, &kD96, BF16, 0, 0, "0:1 17:1 1000:1", kN, kBf16StateTol, true, kAll},
+    {Op::DeltaNet, &k9B, BF16, 0, 0, "0:63 0:64 37:100 5:3", kN, kBf16StateTol, true, kAll},
+    {Op::DeltaNet, &kTiny, BF16, 0, 0, "0:2 0:7 37:100 5:300", kN, kBf16StateTol, true, kAll},
     {Op::DeltaNet, &k9B, F32, 0, 0, "0:63 0:64 0:65 37:100 31:40 5:300", kN, kCarriedTol, true, kAll},
     {Op::DeltaNet, &k27B, F32, 0, 0, "0:64 5:300", kN, kCarriedTol, true, kHw},
     {Op::DeltaNet, &kTiny, F32, 0, 0, "0:2 0:7 0:63 0:64 0:65 37:100 31:40 5:300", kN, kCarriedTol, true, kAll},
@@ -696,12 +717,27 @@ Outputs run_deltanet(Backend& be, const Case& c) {
   DevFloats dt_bias(be, test::random_floats(s.n_v, -1.0f, 1.0f, 9));
   DevFloats norm_w(be, test::random_floats(s.d, 0.5f, 1.5f, 10));
   const Steps st = parse_steps(c.rows);
+  // Case type BF16: the recurrent states are bf16 (MEMRA_SSM_STATE), uploaded rounded, read back widened.
+  const bool bf16 = c.type == BF16;
+  auto upload_state = [&](void* dst, const std::vector<float>& v) {
+    if (!bf16) return be.to_device(dst, v.data(), v.size() * 4);
+    std::vector<uint16_t> b(v.size());
+    for (size_t k = 0; k < v.size(); ++k) b[k] = quant::f32_to_bf16(v[k]);
+    be.to_device(dst, b.data(), b.size() * 2);
+  };
+  auto download_state = [&](std::vector<float>& v, const void* src) {
+    if (!bf16) return be.to_host(v.data(), src, v.size() * 4);
+    std::vector<uint16_t> b(v.size());
+    be.to_host(b.data(), src, b.size() * 2);
+    for (size_t k = 0; k < v.size(); ++k) v[k] = quant::bf16_to_f32(b[k]);
+  };
   std::vector<std::unique_ptr<SequenceCache>> seqs;
   for (size_t i = 0; i < st.start.size(); ++i) {
-    seqs.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type()), 4096));
+    seqs.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type(), bf16 ? BF16 : F32), 4096));
     for (int l = 0; l < 2; ++l) {
       be.to_device(seqs[i]->layers[l].conv, test::normal_floats(conv_n, 1.0f, 100 * i + 10 * l).data(), conv_n * 4);
-      be.to_device(seqs[i]->layers[l].ssm, test::normal_floats(ssm_n, 0.5f, 100 * i + 10 * l + 1).data(), ssm_n * 4);
+      const std::vector<float> s0 = test::normal_floats(ssm_n, 0.5f, 100 * i + 10 * l + 1);
+      upload_state(seqs[i]->layers[l].ssm, s0);
     }
     seqs[i]->advance(st.start[i]);
   }
@@ -748,10 +784,21 @@ Outputs run_deltanet(Backend& be, const Case& c) {
     for (int l = 0; l < 2; ++l) {
       std::vector<float> conv(conv_n), ssm_l(ssm_n);
       be.to_host(conv.data(), sq->layers[l].conv, conv_n * 4);
-      be.to_host(ssm_l.data(), sq->layers[l].ssm, ssm_n * 4);
+      download_state(ssm_l, sq->layers[l].ssm);
       other.v.insert(other.v.end(), conv.begin(), conv.end());
       (l == kLayer ? ssm.v : other.v).insert((l == kLayer ? ssm.v : other.v).end(), ssm_l.begin(), ssm_l.end());
     }
+  }
+  if (bf16 && c.op == Op::DeltaNet) {  // the whole state's L2 (kBf16StateTol), and each element (kBf16StateSteps)
+    Tensor l2 = tensor("ssm state L2", Metric::SliceL2, c.tol, static_cast<int64_t>(ssm.v.size()), ssm.v);
+    outs.push_back(l2);
+    ssm.metric = Metric::Bound;
+    ssm.tol = kBf16StateSteps;
+    ssm.scale = magnitudes(ssm.v);
+    double ss = 0;
+    for (float x : ssm.v) ss += static_cast<double>(x) * x;
+    const double floor = kBf16StateFloor / kBf16StateSteps * std::sqrt(ss / static_cast<double>(ssm.v.size()));
+    for (double& s : ssm.scale) s += floor;
   }
   outs.push_back(ssm);
   outs.push_back(other);

@@ -45,8 +45,8 @@ CacheShape hybrid_shape() {
   s.layer_mixer = {MixerKind::FullAttention, MixerKind::GatedDeltaNet, MixerKind::FullAttention};
   s.kv_type = GgmlType::F32;
   s.kv_dim = 8;
-  s.conv_floats = 6;
-  s.ssm_floats = 16;
+  s.conv_values = 6;
+  s.ssm_values = 16;
   return s;
 }
 
@@ -243,12 +243,12 @@ TEST(KvBlocks, ForksShareFullBlocks) {
   SequenceCache a(pool, hybrid_shape(), 1000);
   fill(a, 0, 333);
   for (auto& L : a.layers)
-    if (L.ssm) L.ssm[3] = 42.0f;
+    if (L.ssm) static_cast<float*>(L.ssm)[3] = 42.0f;
   const int64_t a_blocks = pool->blocks_in_use();
   SequenceCache fork(pool, hybrid_shape(), 1000);
   fork.copy_from(a);
   EXPECT_EQ(fork.pos(), 333);
-  EXPECT_EQ(fork.layers[1].ssm[3], 42.0f);  // the recurrent state is copied
+  EXPECT_EQ(static_cast<float*>(fork.layers[1].ssm)[3], 42.0f);  // the recurrent state is copied
   EXPECT_EQ(pool->blocks_in_use(), a_blocks + 2);  // only the partial block (256..332) per layer
   for (int layer : kAttn) {
     EXPECT_EQ(fork.layers[layer].blocks[0], a.layers[layer].blocks[0]);
@@ -350,7 +350,7 @@ TEST(KvBlocks, PrefixCacheCountsASharedBlockOnce) {
     EXPECT_EQ(s.kv_blocks, 2 * 3);  // 300 positions: 3 blocks per attention layer
     EXPECT_EQ(pool->blocks_in_use(), 2 * 3);
     const int64_t snap = static_cast<int64_t>(pc.snapshot_bytes());
-    const int64_t recurrent = static_cast<int64_t>((shape.conv_floats + shape.ssm_floats) * sizeof(float));
+    const int64_t recurrent = static_cast<int64_t>((shape.conv_values + shape.ssm_values) * sizeof(float));
     const int64_t block = static_cast<int64_t>(pool->block_bytes());
     EXPECT_EQ(s.bytes, s.snapshots * snap + recurrent + 6 * block);
 

@@ -34,6 +34,11 @@ constexpr Knob kKnobs[] = {
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)",
      "f16|q8_0"},
+    {"MEMRA_SSM_STATE", Kind::String, "f32", 0, 0,
+     "recurrent (Gated DeltaNet) state between tokens: f32, or bf16 (half the state's memory and traffic, "
+     "+5% aggregate decode from 16 sequences; rounded after every token, so logits drift from f32's; still "
+     "exact under batching)",
+     "f32|bf16"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
     {"MEMRA_PREFIX_CACHE_MB", Kind::Int, "4096", 0, int64_t{1} << 30,

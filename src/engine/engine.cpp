@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "engine/step_runner.h"
 #include "gguf/gguf.h"
+#include "quant/quant.h"
 #include "step/sampling.h"
 #include "step/step_plan.h"
 #include "tokenizer/tokenizer.h"
@@ -67,7 +68,9 @@ void Engine::init(const EngineOptions& opts) {
   model_ = Model::load(*file_, *backend_);
   runner_ = std::make_unique<StepRunner>(*model_, *backend_, opts.phase_timing);
   const ModelConfig& c = model_->config();
-  cache_shape_ = c.cache_shape(backend_->kv_type());
+  if (opts.ssm_type != GgmlType::F32 && opts.ssm_type != GgmlType::BF16)
+    fail("the recurrent state must be f32 or bf16, got {}", quant::type_name(opts.ssm_type));
+  cache_shape_ = c.cache_shape(backend_->kv_type(), opts.ssm_type);
   kv_pool_ = std::make_shared<KvBlockPool>(*backend_, cache_shape_);
   ctx_ = opts.ctx > 0 ? opts.ctx : std::min(c.n_ctx_train, 32768);
   prefill_chunk_ = opts.prefill_chunk;
@@ -78,6 +81,12 @@ void Engine::init(const EngineOptions& opts) {
     std::fprintf(stderr, "memra: %s\nmemra: backend %s, context %d, prefill chunk %d, weights %.1f MB\n",
                  c.summary().c_str(), backend_->name().c_str(), ctx_, prefill_chunk_,
                  model_->total_weight_bytes() / 1e6);
+    if (c.has_ssm())
+      std::fprintf(stderr, "memra: recurrent state %s, %.2f MiB a sequence\n",
+                   quant::type_name(cache_shape_.ssm_type),
+                   static_cast<double>(cache_shape_.ssm_bytes() + cache_shape_.conv_bytes()) *
+                       static_cast<double>(std::count(cache_shape_.layer_mixer.begin(), cache_shape_.layer_mixer.end(),
+                                                      MixerKind::GatedDeltaNet)) / 1048576.0);
     if (prefix_cache_)
       std::fprintf(stderr, "memra: prefix cache %lld MiB, a snapshot every %d tokens (%.2f MiB each)\n",
                    static_cast<long long>(opts.prefix_cache.budget_mb), prefix_cache_->spacing(),

@@ -33,6 +33,7 @@ struct EngineOptions {
   int32_t prefill_chunk = 512;  // MEMRA_PREFILL_CHUNK, --chunk: prompt tokens per prefill forward
   bool phase_timing = false;    // MEMRA_BATCH_PHASE: per-phase shares of decode steps (StepRunner)
   bool verbose = false;         // MEMRA_VERBOSE, -v: model and backend details on stderr
+  GgmlType ssm_type = GgmlType::F32;  // MEMRA_SSM_STATE: the recurrent state between tokens, F32 or BF16
   CpuOptions cpu;               // the CPU backend's (MEMRA_THREADS)
   CudaOptions cuda;             // the CUDA backend's (MEMRA_CUDA_*)
   PrefixCacheOptions prefix_cache;  // MEMRA_PREFIX_CACHE_MB, MEMRA_PREFIX_SPACING

@@ -10,6 +10,7 @@ EngineOptions engine_options_from_knobs() {
   o.prefill_chunk = static_cast<int32_t>(knobs::get_int("MEMRA_PREFILL_CHUNK"));
   o.phase_timing = knobs::get_bool("MEMRA_BATCH_PHASE");
   o.verbose = knobs::get_bool("MEMRA_VERBOSE");
+  o.ssm_type = knobs::get_string("MEMRA_SSM_STATE") == "bf16" ? GgmlType::BF16 : GgmlType::F32;
   o.prefix_cache.budget_mb = knobs::get_int("MEMRA_PREFIX_CACHE_MB");
   o.prefix_cache.spacing = static_cast<int32_t>(knobs::get_int("MEMRA_PREFIX_SPACING"));
   o.cpu.threads = static_cast<int32_t>(knobs::get_int("MEMRA_THREADS"));

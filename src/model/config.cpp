@@ -96,13 +96,14 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
   return c;
 }
 
-CacheShape ModelConfig::cache_shape(GgmlType kv_type) const {
+CacheShape ModelConfig::cache_shape(GgmlType kv_type, GgmlType ssm_type) const {
   CacheShape s;
+  s.ssm_type = ssm_type;
   s.layer_mixer = layer_mixer;
   s.kv_type = kv_type;
   s.kv_dim = static_cast<int64_t>(n_head_kv) * head_dim;
-  s.conv_floats = static_cast<int64_t>(std::max(ssm_conv_kernel - 1, 0)) * ssm_conv_channels();
-  s.ssm_floats = static_cast<int64_t>(ssm_n_v) * ssm_d * ssm_d;
+  s.conv_values = static_cast<int64_t>(std::max(ssm_conv_kernel - 1, 0)) * ssm_conv_channels();
+  s.ssm_values = static_cast<int64_t>(ssm_n_v) * ssm_d * ssm_d;
   return s;
 }
 

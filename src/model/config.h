@@ -47,8 +47,8 @@ struct ModelConfig {
   bool is_moe() const { return n_expert > 0; }
   bool has_ssm() const { return ssm_n_v > 0; }
   int ssm_conv_channels() const { return 2 * ssm_n_k * ssm_d + ssm_n_v * ssm_d; }
-  // The caches a sequence of this model needs, with K and V rows of `kv_type`.
-  CacheShape cache_shape(GgmlType kv_type) const;
+  // The caches a sequence of this model needs: K and V rows of `kv_type`, recurrent states of `ssm_type`.
+  CacheShape cache_shape(GgmlType kv_type, GgmlType ssm_type = GgmlType::F32) const;
 
   // Throws memra::Error naming the missing/invalid key for unsupported or inconsistent files.
   static ModelConfig from_gguf(const gguf::File& f);

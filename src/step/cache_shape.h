@@ -17,8 +17,14 @@ struct CacheShape {
   std::vector<MixerKind> layer_mixer;  // per layer
   GgmlType kv_type = GgmlType::F32;    // element type of K and V rows
   int64_t kv_dim = 0;                  // values per position per full-attention layer, K (same for V)
-  int64_t conv_floats = 0;             // conv window per Gated DeltaNet layer: (kernel - 1) x channels
-  int64_t ssm_floats = 0;              // recurrent state per Gated DeltaNet layer: n_v x d_k x d_v
+  int64_t conv_values = 0;             // conv window per Gated DeltaNet layer: (kernel - 1) x channels
+  int64_t ssm_values = 0;              // recurrent state per Gated DeltaNet layer: n_v x d_k x d_v
+  // Element type of the recurrent state between tokens: F32, or BF16 (MEMRA_SSM_STATE; rounded
+  // to nearest even after every token, whatever the step, so a prompt's state does not depend on
+  // how it is cut into steps; the arithmetic stays float).
+  GgmlType ssm_type = GgmlType::F32;
+  size_t ssm_bytes() const { return static_cast<size_t>(ssm_values) * (ssm_type == GgmlType::BF16 ? 2 : 4); }
+  size_t conv_bytes() const { return static_cast<size_t>(conv_values) * sizeof(float); }
   bool operator==(const CacheShape&) const = default;
 };
 

@@ -50,7 +50,7 @@ PrefixCache::PrefixCache(DeviceMemory& memory, const CacheShape& shape, int32_t 
   budget_ = options.budget_mb << 20;
   for (MixerKind m : shape.layer_mixer)
     if (m == MixerKind::GatedDeltaNet)
-      snap_bytes_ += static_cast<size_t>(shape.conv_floats + shape.ssm_floats) * sizeof(float);
+      snap_bytes_ += shape.conv_bytes() + shape.ssm_bytes();
 }
 
 PrefixCache::~PrefixCache() {
@@ -91,8 +91,7 @@ void PrefixCache::unpark(Entry& e) {
 }
 
 void PrefixCache::restore(SequenceCache& seq, const Snapshot& s) const {
-  const size_t conv = static_cast<size_t>(shape_.conv_floats) * sizeof(float);
-  const size_t ssm = static_cast<size_t>(shape_.ssm_floats) * sizeof(float);
+  const size_t conv = shape_.conv_bytes(), ssm = shape_.ssm_bytes();
   const char* at = static_cast<const char*>(s.mem);
   for (size_t l = 0; l < seq.layers.size(); ++l) {
     if (shape_.layer_mixer[l] != MixerKind::GatedDeltaNet) continue;
@@ -114,8 +113,7 @@ std::shared_ptr<PrefixCache::Snapshot> PrefixCache::take_snapshot(const Sequence
   s->bytes = snap_bytes_;
   bytes_ += static_cast<int64_t>(snap_bytes_);
   ++counters_.snapshots;
-  const size_t conv = static_cast<size_t>(shape_.conv_floats) * sizeof(float);
-  const size_t ssm = static_cast<size_t>(shape_.ssm_floats) * sizeof(float);
+  const size_t conv = shape_.conv_bytes(), ssm = shape_.ssm_bytes();
   char* at = static_cast<char*>(s->mem);
   for (size_t l = 0; l < seq.layers.size(); ++l) {
     if (shape_.layer_mixer[l] != MixerKind::GatedDeltaNet) continue;

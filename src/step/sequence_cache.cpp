@@ -24,15 +24,17 @@ SequenceCache::SequenceCache(std::shared_ptr<KvBlockPool> pool, const CacheShape
   kv_row_bytes = quant::row_bytes(kv_type, shape.kv_dim);
   MEMRA_ASSERT(pool_->row_bytes() == kv_row_bytes, "KV block pool of {}-byte rows for a cache of {}-byte rows",
                pool_->row_bytes(), kv_row_bytes);
-  conv_bytes = static_cast<size_t>(shape.conv_floats) * sizeof(float);
-  ssm_bytes = static_cast<size_t>(shape.ssm_floats) * sizeof(float);
+  MEMRA_ASSERT(shape.ssm_type == GgmlType::F32 || shape.ssm_type == GgmlType::BF16, "recurrent state of type {}",
+               static_cast<int>(shape.ssm_type));
+  conv_bytes = shape.conv_bytes();
+  ssm_bytes = shape.ssm_bytes();
   max_blocks_ = blocks_for(max_capacity);
   layers.resize(shape.layer_mixer.size());
   attn_index_.assign(layers.size(), -1);
   for (size_t l = 0; l < layers.size(); ++l) {
     if (shape.layer_mixer[l] == MixerKind::GatedDeltaNet) {
       layers[l].conv = static_cast<float*>(memory_.alloc(std::max<size_t>(conv_bytes, 4)));
-      layers[l].ssm = static_cast<float*>(memory_.alloc(ssm_bytes));
+      layers[l].ssm = memory_.alloc(ssm_bytes);
     } else {
       attn_index_[l] = n_attn_++;
     }

@@ -28,9 +28,9 @@ struct LayerCache {
   // [b * kKvBlock, (b + 1) * kKvBlock). Every attention layer of a sequence has as many blocks.
   std::vector<int32_t> blocks;
   // Gated DeltaNet: conv window (kernel-1) x channels, oldest input first; recurrent state
-  // n_v x d_k x d_v, float32 (S[h][i][j]: key dim i, value dim j).
+  // n_v x d_k x d_v of the shape's ssm_type, float32 or bf16 (S[h][i][j]: key dim i, value dim j).
   float* conv = nullptr;
-  float* ssm = nullptr;
+  void* ssm = nullptr;
 };
 
 class SequenceCache {

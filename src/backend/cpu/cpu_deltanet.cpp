@@ -2,7 +2,9 @@
 // MATH.md states the math.
 //
 // Every token goes through the recurrent form, one after another, and the recurrent state is
-// rounded to float32 after every token, as the GPU does (k_deltanet.cu). So a sequence's outputs
+// rounded to float32 after every token, as the GPU does (k_deltanet.cu), and to the cache's
+// state type after that (bf16 with MEMRA_SSM_STATE=bf16: from the float32 value, to nearest
+// even, every token too). So a sequence's outputs
 // and its state after position p are the same bits however its tokens were cut into steps: a
 // prompt in one step or in pieces cut anywhere, or token by token as decode feeds them. Prefix
 // snapshots rely on it (step/prefix_cache.h): a prompt may resume from the state at any position,
@@ -15,6 +17,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/error.h"
+#include "quant/float_convert.h"
 #include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
@@ -139,20 +142,32 @@ void CpuBackend::gated_delta_rule(int layer, const float* conv_out, const float*
   const int d = s.d;
   const int64_t out_row = static_cast<int64_t>(s.n_v) * d;
   for (const StepSeq& seq : p.seqs) {
-    float* state = seq.cache->layers[layer].ssm;
+    void* state = seq.cache->layers[layer].ssm;
     MEMRA_ASSERT(state != nullptr, "layer {} has no recurrent state", layer);
+    const bool bf16 = seq.cache->shape().ssm_type == GgmlType::BF16;
 #pragma omp parallel for num_threads(threads_) schedule(static) if (cpu::worth_parallel(int64_t{s.n_v} * d * d * seq.n_rows))
     for (int h = 0; h < s.n_v; ++h) {
       HeadInputs in;
       load_head(in, conv_out, beta_raw, alpha_raw, ssm_a, dt_bias, s, h, seq.row0, seq.n_rows);
-      float* Sf = state + static_cast<int64_t>(h) * d * d;
-      std::vector<double> S(Sf, Sf + static_cast<size_t>(d) * d);
+      const size_t n_state = static_cast<size_t>(d) * d, at = static_cast<size_t>(h) * n_state;
+      float* Sf = bf16 ? nullptr : static_cast<float*>(state) + at;
+      uint16_t* Sb = bf16 ? static_cast<uint16_t*>(state) + at : nullptr;
+      std::vector<double> S(n_state);
+      for (size_t i = 0; i < n_state; ++i) S[i] = bf16 ? quant::bf16_to_f32(Sb[i]) : Sf[i];
       float* o = out + static_cast<int64_t>(seq.row0) * out_row + static_cast<int64_t>(h) * d;
       std::vector<double> tmp;
       for (int t = 0; t < seq.n_rows; ++t) {
         recurrent_step(S, in, t, o + static_cast<int64_t>(t) * out_row, tmp);
-        // float32 after every token: the state a decode step would store (see the file comment).
-        for (size_t i = 0; i < S.size(); ++i) S[i] = Sf[i] = static_cast<float>(S[i]);
+        // float32, then the stored type, after every token: the state a decode step would store
+        // (see the file comment).
+        if (bf16) {
+          for (size_t i = 0; i < n_state; ++i) {
+            Sb[i] = quant::f32_to_bf16(static_cast<float>(S[i]));
+            S[i] = quant::bf16_to_f32(Sb[i]);
+          }
+        } else {
+          for (size_t i = 0; i < n_state; ++i) S[i] = Sf[i] = static_cast<float>(S[i]);
+        }
       }
     }
   }

@@ -323,9 +323,11 @@ void CudaBackend::on_step(const StepPlan& plan) {
   std::memcpy(positions, plan.positions.data(), n_rows * sizeof(int32_t));
   void** ptrs = reinterpret_cast<void**>(step_host_ + ptr_off);
   int32_t max_rows = 0, max_kv = 0;
+  const GgmlType ssm_type = n_seqs > 0 ? plan.seqs[0].cache->shape().ssm_type : GgmlType::F32;
   for (int32_t s = 0; s < n_seqs; ++s) {
     const StepSeq& q = plan.seqs[s];
     MEMRA_ASSERT(static_cast<int32_t>(q.cache->layers.size()) == n_layers);
+    MEMRA_ASSERT(q.cache->shape().ssm_type == ssm_type, "a step's sequences keep their recurrent states in one type");
     seq_row0[s] = q.row0;
     seq_n_rows[s] = q.n_rows;
     seq_pos0[s] = q.pos0;
@@ -360,7 +362,8 @@ void CudaBackend::on_step(const StepPlan& plan) {
   step_.seq_pos0 = dints + 3 * n_rows + 2 * n_seqs;
   step_.kv_blocks = reinterpret_cast<uint8_t* const* const*>(dptrs);
   step_.conv = reinterpret_cast<float* const*>(dptrs + n_ptr);
-  step_.ssm = reinterpret_cast<float* const*>(dptrs + 2 * n_ptr);
+  step_.ssm = dptrs + 2 * n_ptr;
+  step_.ssm_bf16 = ssm_type == GgmlType::BF16;
 }
 
 // ---- graphs ----

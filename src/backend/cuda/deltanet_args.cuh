@@ -29,6 +29,60 @@ struct CoreArgs {
   float eps;
 };
 
+// The recurrent state between tokens (CacheShape::ssm_type): float32, or bf16 (BF16) rounded to
+// nearest even from the float32 value after every token's update (round_state), so the stored
+// bits are the rounded registers' upper halves. The CPU rounds the same way (cpu_deltanet.cpp).
+__device__ __forceinline__ uint32_t bf16_bits(float v) {
+#ifdef MEMRA_CUDASIM
+  const uint32_t x = __float_as_uint(v);  // quant::f32_to_bf16's rounding
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (x >> 16) | 0x40u;
+  return (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+#else
+  return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+#endif
+}
+template <bool BF16>
+__device__ __forceinline__ float round_state(float v) {
+  if constexpr (BF16) return __uint_as_float(bf16_bits(v) << 16);
+  return v;
+}
+template <bool BF16>
+__device__ __forceinline__ float4 round_state(float4 v) {
+  return make_float4(round_state<BF16>(v.x), round_state<BF16>(v.y), round_state<BF16>(v.z), round_state<BF16>(v.w));
+}
+// Elements idx .. idx + 3 (idx % 4 == 0) of a head's state.
+template <bool BF16>
+__device__ __forceinline__ float4 load_state4(const void* base, int64_t idx) {
+  if constexpr (!BF16) return *reinterpret_cast<const float4*>(static_cast<const float*>(base) + idx);
+  const uint2 u = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(base) + idx);
+  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xFFFF0000u), __uint_as_float(u.y << 16),
+                     __uint_as_float(u.y & 0xFFFF0000u));
+}
+// Stores values that went through round_state<BF16> (exact: their low halves are zero).
+template <bool BF16>
+__device__ __forceinline__ void store_state4(void* base, int64_t idx, float4 v) {
+  if constexpr (!BF16) {
+    *reinterpret_cast<float4*>(static_cast<float*>(base) + idx) = v;
+  } else {
+    const uint2 u = make_uint2((__float_as_uint(v.x) >> 16) | (__float_as_uint(v.y) & 0xFFFF0000u),
+                               (__float_as_uint(v.z) >> 16) | (__float_as_uint(v.w) & 0xFFFF0000u));
+    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(base) + idx) = u;
+  }
+}
+template <bool BF16>
+__device__ __forceinline__ float load_state1(const void* base, int64_t idx) {
+  if constexpr (!BF16) return static_cast<const float*>(base)[idx];
+  return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(base)[idx]) << 16);
+}
+template <bool BF16>
+__device__ __forceinline__ void store_state1(void* base, int64_t idx, float v) {
+  if constexpr (!BF16) {
+    static_cast<float*>(base)[idx] = v;
+  } else {
+    static_cast<uint16_t*>(base)[idx] = static_cast<uint16_t>(__float_as_uint(v) >> 16);
+  }
+}
+
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 // Raw gate inputs (b, a) of value head h at a row, for either gate layout.

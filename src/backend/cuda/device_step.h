@@ -26,7 +26,10 @@ struct DeviceStep {
   // t % kKvBlock of block t / kKvBlock. Owned by the SequenceCache, uploaded when it changes.
   uint8_t* const* const* kv_blocks = nullptr;
   float* const* conv = nullptr;  // [kernel-1][channels], oldest first
-  float* const* ssm = nullptr;   // [n_v][d_k][d_v]
+  void* const* ssm = nullptr;    // [n_v][d_k][d_v], float32 or bf16 (ssm_bf16)
+  // The recurrent states' element type (CacheShape::ssm_type), the same for every sequence of an
+  // engine: the launches pick their kernels by it on the host.
+  bool ssm_bf16 = false;
 };
 
 }  // namespace memra::cuda

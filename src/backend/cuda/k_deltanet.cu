@@ -170,7 +170,7 @@ __device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {
 // when every thread has finished the state update of the previous row; red2 is written after
 // S2 and read before S4; s_delta is written between S3 and S4 and read after S4; red3 is read
 // after S5 and rewritten only after the next row's S1.
-template <int D, int TW>
+template <int D, int TW, bool BF16>
 __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(CoreArgs p, DeviceStep step) {
   pdl_enter();
   constexpr int NT = D / TW;          // column tiles
@@ -187,7 +187,8 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
   const int n = step.seq_n_rows[seq];
   if (n == 0) return;  // uniform per block
   const int64_t row0 = step.seq_row0[seq];
-  float* const S_g = step.ssm[p.layer * step.n_seqs + seq] + static_cast<int64_t>(h) * D * D;
+  void* const S_g = step.ssm[p.layer * step.n_seqs + seq];
+  const int64_t S_at = static_cast<int64_t>(h) * D * D;  // the head's first element
 
   __shared__ __align__(16) float s_q[D];
   __shared__ __align__(16) float s_k[D];
@@ -209,7 +210,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
     float4 S[RPT];
 #pragma unroll
     for (int m = 0; m < RPT; ++m)
-      S[m] = *reinterpret_cast<const float4*>(S_g + static_cast<int64_t>(rg * RPT + m) * D + col0);
+      S[m] = load_state4<BF16>(S_g, S_at + static_cast<int64_t>(rg * RPT + m) * D + col0);
 
     for (int t = 0; t < n; ++t) {
       const int64_t row = row0 + t;
@@ -283,6 +284,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
         S[m].y = fmaf(ki[m], dl.y, S[m].y);
         S[m].z = fmaf(ki[m], dl.z, S[m].z);
         S[m].w = fmaf(ki[m], dl.w, S[m].w);
+        S[m] = round_state<BF16>(S[m]);
       }
 
       if constexpr (NT == 1) {
@@ -296,7 +298,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
 
 #pragma unroll
     for (int m = 0; m < RPT; ++m)
-      *reinterpret_cast<float4*>(S_g + static_cast<int64_t>(rg * RPT + m) * D + col0) = S[m];
+      store_state4<BF16>(S_g, S_at + static_cast<int64_t>(rg * RPT + m) * D + col0, S[m]);
   }
 
   if constexpr (NT > 1) {
@@ -328,7 +330,10 @@ constexpr int tile_width() {
 template <int D>
 void launch_core(const CoreArgs& args, const DeviceStep& step, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(args.n_v), static_cast<unsigned>(step.n_seqs));
-  launch(deltanet_kernel<D, tile_width<D>()>, grid, kThreads, 0, stream, args, step);
+  if (step.ssm_bf16)
+    launch(deltanet_kernel<D, tile_width<D>(), true>, grid, kThreads, 0, stream, args, step);
+  else
+    launch(deltanet_kernel<D, tile_width<D>(), false>, grid, kThreads, 0, stream, args, step);
 }
 
 }  // namespace

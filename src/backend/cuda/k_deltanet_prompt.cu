@@ -87,6 +87,7 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_prep_kernel(CoreArgs p, 
 // Shared memory reuse: slot t % kRing is refilled (for row t + kRing - 1) at the top of row t,
 // after every thread passed row t - 1's barrier and so finished reading it; red[t & 1] is read
 // after row t's barrier and rewritten only after row t + 1's.
+template <bool BF16>
 __global__ void __launch_bounds__(kGdnThreads) deltanet_rows_kernel(CoreArgs p, RowsWork w, DeviceStep step) {
   pdl_enter();
   const int tid = static_cast<int>(threadIdx.x);
@@ -100,7 +101,8 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_rows_kernel(CoreArgs p, 
   const int col = slice * kSliceCols + lane;
   const int64_t C = static_cast<int64_t>(2 * p.n_k + p.n_v) * kD;
   const int64_t Y = static_cast<int64_t>(p.n_v) * kD;
-  float* const S_g = step.ssm[p.layer * step.n_seqs + seq] + static_cast<int64_t>(h) * kD * kD;
+  void* const S_g = step.ssm[p.layer * step.n_seqs + seq];
+  const int64_t S_at = static_cast<int64_t>(h) * kD * kD;  // the head's first element
 
   __shared__ __align__(16) RowSlot s_ring[kRing];
   __shared__ float s_red[2][kGdnWarps][2][kSliceCols];
@@ -125,7 +127,7 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_rows_kernel(CoreArgs p, 
 
   float S[kRowsPerWarp];
 #pragma unroll
-  for (int m = 0; m < kRowsPerWarp; ++m) S[m] = S_g[static_cast<int64_t>(warp * kRowsPerWarp + m) * kD + col];
+  for (int m = 0; m < kRowsPerWarp; ++m) S[m] = load_state1<BF16>(S_g, S_at + static_cast<int64_t>(warp * kRowsPerWarp + m) * kD + col);
 
   for (int t = 0; t < kRing - 1; ++t) stage(t);
   cp_async_wait<kRing - 2>();  // row 0 landed
@@ -162,11 +164,11 @@ __global__ void __launch_bounds__(kGdnThreads) deltanet_rows_kernel(CoreArgs p, 
     const float delta = g.x * (vj - sk);
     if (warp == 0) p.y[(row0 + t) * Y + static_cast<int64_t>(h) * kD + col] = fmaf(delta, g.z, sq);  // raw o
 #pragma unroll
-    for (int m = 0; m < kRowsPerWarp; ++m) S[m] = fmaf(ki[m], delta, S[m]);
+    for (int m = 0; m < kRowsPerWarp; ++m) S[m] = round_state<BF16>(fmaf(ki[m], delta, S[m]));
   }
 
 #pragma unroll
-  for (int m = 0; m < kRowsPerWarp; ++m) S_g[static_cast<int64_t>(warp * kRowsPerWarp + m) * kD + col] = S[m];
+  for (int m = 0; m < kRowsPerWarp; ++m) store_state1<BF16>(S_g, S_at + static_cast<int64_t>(warp * kRowsPerWarp + m) * kD + col, S[m]);
 }
 
 __global__ void __launch_bounds__(kGdnThreads) deltanet_norm_kernel(CoreArgs p) {
@@ -204,8 +206,11 @@ void deltanet_prompt(const CoreArgs& args, float* work, const DeviceStep& step, 
   launch(deltanet_prep_kernel, dim3(static_cast<unsigned>(step.n_rows), static_cast<unsigned>(args.n_k)), kGdnThreads,
          0, stream, args, w);
   CUDA_LAUNCH_CHECK();
-  launch(deltanet_rows_kernel, dim3(static_cast<unsigned>(args.n_v * kSlices), static_cast<unsigned>(step.n_seqs)),
-         kGdnThreads, 0, stream, args, w, step);
+  const dim3 rows_grid(static_cast<unsigned>(args.n_v * kSlices), static_cast<unsigned>(step.n_seqs));
+  if (step.ssm_bf16)
+    launch(deltanet_rows_kernel<true>, rows_grid, kGdnThreads, 0, stream, args, w, step);
+  else
+    launch(deltanet_rows_kernel<false>, rows_grid, kGdnThreads, 0, stream, args, w, step);
   CUDA_LAUNCH_CHECK();
   launch(deltanet_norm_kernel, dim3(static_cast<unsigned>(step.n_rows), static_cast<unsigned>(args.n_v)), kGdnThreads,
          0, stream, args);
