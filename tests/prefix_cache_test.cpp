@@ -26,9 +26,11 @@ using test::Warm;
 
 constexpr int32_t kChunk = 16;
 
-std::unique_ptr<Engine> open_cpu(const std::string& name, PrefixCacheOptions pc = {}) {
+std::unique_ptr<Engine> open_cpu(const std::string& name, PrefixCacheOptions pc = {},
+                                 GgmlType ssm_type = GgmlType::F32) {
   EngineOptions o;
   o.device = "cpu";
+  o.ssm_type = ssm_type;
   o.ctx = 1024;
   o.prefill_chunk = kChunk;
   o.prefix_cache = pc;
@@ -51,12 +53,20 @@ int32_t expected_reuse(const std::vector<int32_t>& base, const std::vector<int32
   return best;
 }
 
+// With bf16 recurrent states too (MEMRA_SSM_STATE): their snapshots are the rounded states, and a
+// prompt resumed off the chunk grid still matches its cold run bit for bit.
 TEST(PrefixCache, ResumedPromptIsBitIdenticalAtRandomEditPoints) {
   // (spacing, tail): on the chunk grid, and off it (23 and 5 are no multiples of 16 nor of 64).
   const std::pair<int32_t, int32_t> layouts[] = {{kChunk, 16}, {23, 5}};
-  for (std::string model : {"qwen35-tiny.f32.gguf", "qwen3next-tiny.f32.gguf", "qwen3-tiny.f32.gguf"})
+  const std::pair<std::string, GgmlType> models[] = {{"qwen35-tiny.f32.gguf", GgmlType::F32},
+                                                     {"qwen3next-tiny.f32.gguf", GgmlType::F32},
+                                                     {"qwen3-tiny.f32.gguf", GgmlType::F32},
+                                                     {"qwen35-tiny.f32.gguf", GgmlType::BF16},
+                                                     {"qwen3next-tiny.f32.gguf", GgmlType::BF16}};
+  for (const auto& [model_file, ssm_type] : models)
   for (auto [spacing, tail] : layouts) {
-    auto e = open_cpu(model, PrefixCacheOptions{4096, spacing, tail});
+    const std::string model = model_file + (ssm_type == GgmlType::BF16 ? " (bf16 state)" : "");
+    auto e = open_cpu(model_file, PrefixCacheOptions{4096, spacing, tail}, ssm_type);
     PrefixCache& pc = *e->prefix_cache();
     const int32_t n_vocab = e->config().n_vocab;
     std::mt19937 rng(12);
