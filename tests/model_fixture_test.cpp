@@ -45,6 +45,13 @@ std::vector<Case> load_cases(const std::string& name) {
   return cases;
 }
 
+// The ids the reference logits are teacher-forced on: the prompt, then the greedy answer.
+std::vector<int32_t> teacher_ids(const Case& c) {
+  std::vector<int32_t> ids = c.prompt;
+  ids.insert(ids.end(), c.greedy.begin(), c.greedy.end());
+  return ids;
+}
+
 double rel_err(const std::vector<float>& got, const std::vector<float>& ref) {
   EXPECT_EQ(got.size(), ref.size());
   double num = 0, den = 0;
@@ -94,8 +101,7 @@ TEST_P(FixtureModel, LogitsMatchReferenceEveryFeedingMode) {
   auto cases = load_cases(name);
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
-    std::vector<int32_t> ids = c.prompt;
-    ids.insert(ids.end(), c.greedy.begin(), c.greedy.end());
+    const std::vector<int32_t> ids = teacher_ids(c);
     double e_whole = rel_err(run_prefill(model, ids, 1 << 20), c.ref);
     double e_decode = rel_err(run_decode(model, ids), c.ref);
     EXPECT_LE(e_whole, 1e-4) << name << " case " << ci << " whole prefill";
@@ -141,8 +147,7 @@ TEST(FixtureModelBf16State, LogitsStayNearTheReference) {
     auto cases = load_cases(name);
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const Case& c = cases[ci];
-      std::vector<int32_t> ids = c.prompt;
-      ids.insert(ids.end(), c.greedy.begin(), c.greedy.end());
+      const std::vector<int32_t> ids = teacher_ids(c);
       const std::vector<float> whole = run_prefill(model, ids, 1 << 20, GgmlType::BF16);
       const std::vector<float> chunked = run_prefill(model, ids, 7, GgmlType::BF16);
       EXPECT_TRUE(test::same_bits(whole, chunked)) << name << " case " << ci << ": chunks of 7 differ from one prefill";
