@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device-call script for bench/notes/experiments/2026-12-04-attention-tc-scores.patch: the bundle of a
 # build with the patch as .gpu/bundle.tar.xz (scripts/gpu-bundle.sh). MEMRA_X_ATTN_TC=1 takes the
-# tensor-core q.k path of attention_split_kernel (f16 cache). ~4 minutes with the 9B synth.
+# tensor-core q.k and p.V paths of attention_split_kernel (f16 cache). ~4 minutes with the 9B synth.
 set -u
 mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g
 export LD_LIBRARY_PATH=/tmp/g/lib MEMRA_GPU_TEST_DIR=/tmp/gt
