@@ -13,7 +13,6 @@
 
 #include "gpu_test_util.h"
 #include "model/config.h"
-#include "quant/float_convert.h"
 #include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
@@ -135,7 +134,6 @@ class Rig {
       GgmlType ssm_type = GgmlType::F32)
       : be_(be),
         s_(shape.s),
-        bf16_(ssm_type == GgmlType::BF16),
         conv_w_(be, w.conv_w),
         ssm_a_(be, w.ssm_a),
         dt_bias_(be, w.dt_bias),
@@ -147,13 +145,7 @@ class Rig {
   void set_state(int i, const SeqState& st) {
     for (int l = 0; l < kLayers; ++l) {
       be_.to_device(caches_[i]->layers[l].conv, st.conv[l].data(), st.conv[l].size() * sizeof(float));
-      if (bf16_) {  // the floats rounded to the stored type (the state a step of this type leaves)
-        std::vector<uint16_t> b(st.ssm[l].size());
-        for (size_t k = 0; k < b.size(); ++k) b[k] = quant::f32_to_bf16(st.ssm[l][k]);
-        be_.to_device(caches_[i]->layers[l].ssm, b.data(), b.size() * sizeof(uint16_t));
-      } else {
-        be_.to_device(caches_[i]->layers[l].ssm, st.ssm[l].data(), st.ssm[l].size() * sizeof(float));
-      }
+      test::write_ssm(be_, *caches_[i], l, st.ssm[l]);
     }
   }
 
@@ -162,15 +154,8 @@ class Rig {
     SeqState st;
     for (int l = 0; l < kLayers; ++l) {
       st.conv[l].resize(conv_values(s_));
-      st.ssm[l].resize(ssm_values(s_));
       be_.to_host(st.conv[l].data(), caches_[i]->layers[l].conv, st.conv[l].size() * sizeof(float));
-      if (bf16_) {
-        std::vector<uint16_t> b(st.ssm[l].size());
-        be_.to_host(b.data(), caches_[i]->layers[l].ssm, b.size() * sizeof(uint16_t));
-        for (size_t k = 0; k < b.size(); ++k) st.ssm[l][k] = quant::bf16_to_f32(b[k]);
-      } else {
-        be_.to_host(st.ssm[l].data(), caches_[i]->layers[l].ssm, st.ssm[l].size() * sizeof(float));
-      }
+      st.ssm[l] = test::read_ssm(be_, *caches_[i], l, ssm_values(s_));
     }
     return st;
   }
@@ -210,7 +195,6 @@ class Rig {
 
   Backend& be_;
   GdnShape s_;
-  bool bf16_;
   test::DevFloats conv_w_, ssm_a_, dt_bias_, norm_w_;
   std::vector<std::unique_ptr<SequenceCache>> caches_;
 };

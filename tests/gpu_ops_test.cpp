@@ -28,7 +28,6 @@
 #include "gpu_ops_compare.h"
 #include "gpu_test_util.h"
 #include "model/config.h"
-#include "quant/float_convert.h"
 #include "quant/quant.h"
 #include "step/sampling.h"
 #include "step/sequence_cache.h"
@@ -717,27 +716,14 @@ Outputs run_deltanet(Backend& be, const Case& c) {
   DevFloats dt_bias(be, test::random_floats(s.n_v, -1.0f, 1.0f, 9));
   DevFloats norm_w(be, test::random_floats(s.d, 0.5f, 1.5f, 10));
   const Steps st = parse_steps(c.rows);
-  // Case type BF16: the recurrent states are bf16 (MEMRA_SSM_STATE), uploaded rounded, read back widened.
+  // Case type BF16: the recurrent states are bf16 (MEMRA_SSM_STATE), written rounded, read back widened.
   const bool bf16 = c.type == BF16;
-  auto upload_state = [&](void* dst, const std::vector<float>& v) {
-    if (!bf16) return be.to_device(dst, v.data(), v.size() * 4);
-    std::vector<uint16_t> b(v.size());
-    for (size_t k = 0; k < v.size(); ++k) b[k] = quant::f32_to_bf16(v[k]);
-    be.to_device(dst, b.data(), b.size() * 2);
-  };
-  auto download_state = [&](std::vector<float>& v, const void* src) {
-    if (!bf16) return be.to_host(v.data(), src, v.size() * 4);
-    std::vector<uint16_t> b(v.size());
-    be.to_host(b.data(), src, b.size() * 2);
-    for (size_t k = 0; k < v.size(); ++k) v[k] = quant::bf16_to_f32(b[k]);
-  };
   std::vector<std::unique_ptr<SequenceCache>> seqs;
   for (size_t i = 0; i < st.start.size(); ++i) {
     seqs.push_back(std::make_unique<SequenceCache>(be, cfg.cache_shape(be.kv_type(), bf16 ? BF16 : F32), 4096));
     for (int l = 0; l < 2; ++l) {
       be.to_device(seqs[i]->layers[l].conv, test::normal_floats(conv_n, 1.0f, 100 * i + 10 * l).data(), conv_n * 4);
-      const std::vector<float> s0 = test::normal_floats(ssm_n, 0.5f, 100 * i + 10 * l + 1);
-      upload_state(seqs[i]->layers[l].ssm, s0);
+      test::write_ssm(be, *seqs[i], l, test::normal_floats(ssm_n, 0.5f, 100 * i + 10 * l + 1));
     }
     seqs[i]->advance(st.start[i]);
   }
@@ -782,9 +768,9 @@ Outputs run_deltanet(Backend& be, const Case& c) {
   be.synchronize();
   for (const auto& sq : seqs) {
     for (int l = 0; l < 2; ++l) {
-      std::vector<float> conv(conv_n), ssm_l(ssm_n);
+      std::vector<float> conv(conv_n);
       be.to_host(conv.data(), sq->layers[l].conv, conv_n * 4);
-      download_state(ssm_l, sq->layers[l].ssm);
+      const std::vector<float> ssm_l = test::read_ssm(be, *sq, l, ssm_n);
       other.v.insert(other.v.end(), conv.begin(), conv.end());
       (l == kLayer ? ssm.v : other.v).insert((l == kLayer ? ssm.v : other.v).end(), ssm_l.begin(), ssm_l.end());
     }

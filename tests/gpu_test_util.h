@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "engine/options.h"
+#include "quant/float_convert.h"
 #include "quant/quant.h"
 #include "step/sequence_cache.h"
 #include "test_util.h"
@@ -68,6 +69,26 @@ inline std::vector<uint8_t> read_kv_rows(Backend& be, const SequenceCache& seq, 
     be.to_host(out.data() + t * seq.kv_row_bytes, seq.kv_row(layer, t, v),
                seq.kv_row_bytes * static_cast<size_t>(std::min(kKvBlock, n - t)));
   return out;
+}
+
+// A layer's recurrent state (seq.layers[layer].ssm) from floats, rounded to the cache's ssm_type
+// (MEMRA_SSM_STATE: bf16 to nearest even, the state a step of that type leaves), and back, widened.
+inline void write_ssm(Backend& be, SequenceCache& seq, int layer, const std::vector<float>& v) {
+  if (seq.shape().ssm_type != GgmlType::BF16) return be.to_device(seq.layers[layer].ssm, v.data(), v.size() * 4);
+  std::vector<uint16_t> b(v.size());
+  for (size_t k = 0; k < v.size(); ++k) b[k] = quant::f32_to_bf16(v[k]);
+  be.to_device(seq.layers[layer].ssm, b.data(), b.size() * 2);
+}
+inline std::vector<float> read_ssm(Backend& be, const SequenceCache& seq, int layer, size_t n) {
+  std::vector<float> v(n);
+  if (seq.shape().ssm_type != GgmlType::BF16) {
+    be.to_host(v.data(), seq.layers[layer].ssm, n * 4);
+    return v;
+  }
+  std::vector<uint16_t> b(n);
+  be.to_host(b.data(), seq.layers[layer].ssm, n * 2);
+  for (size_t k = 0; k < n; ++k) v[k] = quant::bf16_to_f32(b[k]);
+  return v;
 }
 
 #define MEMRA_GPU_OR_SKIP(var)                                                   \

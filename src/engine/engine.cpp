@@ -82,11 +82,8 @@ void Engine::init(const EngineOptions& opts) {
                  c.summary().c_str(), backend_->name().c_str(), ctx_, prefill_chunk_,
                  model_->total_weight_bytes() / 1e6);
     if (c.has_ssm())
-      std::fprintf(stderr, "memra: recurrent state %s, %.2f MiB a sequence\n",
-                   quant::type_name(cache_shape_.ssm_type),
-                   static_cast<double>(cache_shape_.ssm_bytes() + cache_shape_.conv_bytes()) *
-                       static_cast<double>(std::count(cache_shape_.layer_mixer.begin(), cache_shape_.layer_mixer.end(),
-                                                      MixerKind::GatedDeltaNet)) / 1048576.0);
+      std::fprintf(stderr, "memra: recurrent state %s, %.2f MiB a sequence\n", quant::type_name(cache_shape_.ssm_type),
+                   static_cast<double>(cache_shape_.recurrent_bytes()) / 1048576.0);
     if (prefix_cache_)
       std::fprintf(stderr, "memra: prefix cache %lld MiB, a snapshot every %d tokens (%.2f MiB each)\n",
                    static_cast<long long>(opts.prefix_cache.budget_mb), prefix_cache_->spacing(),

@@ -98,9 +98,9 @@ ModelConfig ModelConfig::from_gguf(const gguf::File& f) {
 
 CacheShape ModelConfig::cache_shape(GgmlType kv_type, GgmlType ssm_type) const {
   CacheShape s;
-  s.ssm_type = ssm_type;
   s.layer_mixer = layer_mixer;
   s.kv_type = kv_type;
+  s.ssm_type = ssm_type;
   s.kv_dim = static_cast<int64_t>(n_head_kv) * head_dim;
   s.conv_values = static_cast<int64_t>(std::max(ssm_conv_kernel - 1, 0)) * ssm_conv_channels();
   s.ssm_values = static_cast<int64_t>(ssm_n_v) * ssm_d * ssm_d;

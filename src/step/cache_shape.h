@@ -2,6 +2,7 @@
 // (ModelConfig::cache_shape) and the backend's KV element type; the step core allocates by it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct CacheShape {
   GgmlType ssm_type = GgmlType::F32;
   size_t ssm_bytes() const { return static_cast<size_t>(ssm_values) * (ssm_type == GgmlType::BF16 ? 2 : 4); }
   size_t conv_bytes() const { return static_cast<size_t>(conv_values) * sizeof(float); }
+  // A sequence's conv windows and recurrent states, every Gated DeltaNet layer.
+  size_t recurrent_bytes() const {
+    size_t n = 0;
+    for (MixerKind m : layer_mixer) n += m == MixerKind::GatedDeltaNet;
+    return n * (conv_bytes() + ssm_bytes());
+  }
   bool operator==(const CacheShape&) const = default;
 };
 

@@ -48,9 +48,7 @@ PrefixCache::PrefixCache(DeviceMemory& memory, const CacheShape& shape, int32_t 
   spacing_ = options.spacing == 0 ? chunk : options.spacing;
   tail_ = options.tail;
   budget_ = options.budget_mb << 20;
-  for (MixerKind m : shape.layer_mixer)
-    if (m == MixerKind::GatedDeltaNet)
-      snap_bytes_ += shape.conv_bytes() + shape.ssm_bytes();
+  snap_bytes_ = shape.recurrent_bytes();
 }
 
 PrefixCache::~PrefixCache() {

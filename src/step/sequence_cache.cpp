@@ -214,11 +214,6 @@ uint8_t* const* SequenceCache::kv_block_table(int layer) {
   return dev_tables_ + static_cast<size_t>(attn_index_[layer]) * max_blocks_;
 }
 
-size_t SequenceCache::recurrent_bytes() const {
-  size_t total = 0;
-  for (const auto& L : layers)
-    if (L.ssm) total += conv_bytes + ssm_bytes;
-  return total;
-}
+size_t SequenceCache::recurrent_bytes() const { return shape_.recurrent_bytes(); }
 
 }  // namespace memra

@@ -10,6 +10,9 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#ifdef MEMRA_CUDASIM
+#include "quant/float_convert.h"
+#endif
 
 namespace memra::cuda {
 
@@ -34,9 +37,7 @@ struct CoreArgs {
 // bits are the rounded registers' upper halves. The CPU rounds the same way (cpu_deltanet.cpp).
 __device__ __forceinline__ uint32_t bf16_bits(float v) {
 #ifdef MEMRA_CUDASIM
-  const uint32_t x = __float_as_uint(v);  // quant::f32_to_bf16's rounding
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (x >> 16) | 0x40u;
-  return (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+  return quant::f32_to_bf16(v);  // the emulation runs on the host: the CPU's own rounding
 #else
   return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 #endif
