@@ -156,11 +156,16 @@ inline void write_row_tile(const DevWeight& w, const RowTile& t, int rho, uint8_
       case GgmlType::Q6_K: {
         uint8_t* word = lane_piece0 + (q.b / 2) * 512 + 4 * (2 * (q.b % 2) + q.h);
         or_u32(word, static_cast<uint32_t>(t.code[k] & 0xF) << (4 * q.p + 16 * q.s));
-        if (w.type == GgmlType::Q5_K && (t.code[k] & 0x10))
-          tile[2048 + q.lane * 16 + 2 * q.b + q.h] |= static_cast<uint8_t>(1u << (2 * q.p + q.s));
-        if (w.type == GgmlType::Q6_K)
+        // The high bits at (4 + 4 (p % 2) + 16 s + rotation) mod 32 of their word (weight_layout.h).
+        if (w.type == GgmlType::Q5_K && (t.code[k] & 0x10)) {
+          const int rot = q.h + 2 * (q.p / 2) + 8 * (q.b % 2);
+          or_u32(tile + 2048 + q.lane * 16 + 4 * (q.b / 2), 1u << ((4 + 4 * (q.p % 2) + 16 * q.s + rot) % 32));
+        }
+        if (w.type == GgmlType::Q6_K) {
+          const int rot = 2 * q.h + 8 * (q.p / 2);
           or_u32(tile + 2048 + (q.b / 4) * 512 + q.lane * 16 + 4 * (q.b % 4),
-                 static_cast<uint32_t>((t.code[k] >> 4) & 3) << (16 * q.h + 4 * q.p + 2 * q.s));
+                 static_cast<uint32_t>((t.code[k] >> 4) & 3) << ((4 + 4 * (q.p % 2) + 16 * q.s + rot) % 32));
+        }
         break;
       }
       case GgmlType::Q8_0:

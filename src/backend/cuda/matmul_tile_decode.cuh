@@ -100,63 +100,49 @@ struct BlockScales {
 template <GgmlType T, int B, bool kLop3>
 __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* rp, const uint8_t* dp,
                                              const TileRegs<T>& r, BlockFrags& fr, BlockScales& sc) {
-  if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_K) {
-    // Nibble pairs without high bits, in fewer instructions than nibble_pair (same f16 values):
-    // pairs 0 and 2 sit under the exponent of 1024 as they are (1024 + c); pairs 1 and 3 stay
-    // four bits up (1024 + 16 c) and one fused multiply-add scales and unbiases them. Every
-    // step is exact (small integers in f16), so the fragments are bit for bit nibble_pair's.
+  if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
+    // Nibble pairs in few instructions: pairs 0 and 2 sit under the exponent of 1024 as they are
+    // (1024 + c), pairs 1 and 3 stay four bits up (1024 + 16 c) and one fused multiply-add scales
+    // and unbiases them. Q5_K / Q6_K's high bits are stored where a rotation of the block's word
+    // puts them right above each pair's nibbles (weight_layout.h: high_bit_pos), one LOP3 a pair.
+    // Every step is exact (small integers in f16): the fragments are the codes minus the bias.
+    constexpr bool kHigh = T == GgmlType::Q5_K || T == GgmlType::Q6_K;
+    constexpr uint32_t kBias = T == GgmlType::Q4_0 ? 0x64086408u : T == GgmlType::Q6_K ? 0x64206420u : 0x64006400u;
+    constexpr uint32_t kSixteenth = 0x2C002C00u;  // 1/16
+    // -(64 + bias): Q4_0 -72, Q6_K -96, Q4_K / Q5_K -64.
+    constexpr uint32_t kHighBias = T == GgmlType::Q4_0 ? 0xD480D480u : T == GgmlType::Q6_K ? 0xD600D600u : 0xD400D400u;
+    // The high bits of an even pair at bits 4 and 20 (odd: 8 and 24) once rotated.
+    constexpr uint32_t kEvenHigh = T == GgmlType::Q6_K ? 0x00300030u : 0x00100010u;
+    constexpr uint32_t kOddHigh = T == GgmlType::Q6_K ? 0x03000300u : 0x01000100u;
     const uint2 uw = lds<uint2>(wl + (B / 2) * 512 + (B % 2) * 8);
-    constexpr uint32_t kBias = T == GgmlType::Q4_0 ? 0x64086408u : 0x64006400u;      // 1024 + bias
-    constexpr uint32_t kSixteenth = 0x2C002C00u;                                    // 1/16
-    constexpr uint32_t kHighBias = T == GgmlType::Q4_0 ? 0xD480D480u : 0xD400D400u;  // -(64 + bias)
-#pragma unroll
-    for (int w = 0; w < 2; ++w) {
-      const uint32_t u = w == 0 ? uw.x : uw.y;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const uint32_t v = half == 0 ? u : u >> 8;
-        if constexpr (kLop3) {
-          fr.a[half][w] = sub_f16x2(and_or<0x000F000Fu, 0x64006400u>(v), kBias);
-          fr.a[half][2 + w] = fma_f16x2(and_or<0x00F000F0u, 0x64006400u>(v), kSixteenth, kHighBias);
-        } else {
-          fr.a[half][w] = sub_f16x2(nibble_pair(v, 0, 0), kBias);
-          fr.a[half][2 + w] = fma_f16x2((v & 0x00F000F0u) | 0x64006400u, kSixteenth, kHighBias);
-        }
+    uint32_t hw = 0;
+    if constexpr (T == GgmlType::Q5_K) hw = word_of(r.extra[0], B / 2);
+    if constexpr (T == GgmlType::Q6_K) hw = word_of(r.extra[B / 4], B % 4);
+    auto merge = [&](uint32_t even_or_odd, uint32_t rotated, auto odd) {
+      if constexpr (!kHigh) return even_or_odd;
+      else return or_and<decltype(odd)::value ? kOddHigh : kEvenHigh>(even_or_odd, rotated);
+    };
+    auto pairs = [&](auto w, auto half) {
+      constexpr int kW = decltype(w)::value, kHalf = decltype(half)::value;
+      const uint32_t u = kW == 0 ? uw.x : uw.y;
+      const uint32_t v = kHalf == 0 ? u : u >> 8;
+      constexpr int kRot = T == GgmlType::Q6_K ? q6k_high_rot(kW, 2 * kHalf) : q5k_high_rot(B, kW, 2 * kHalf);
+      const uint32_t hr = kHigh ? rotr<kRot % 32>(hw) : 0u;
+      uint32_t even, odd;
+      if constexpr (kLop3) {
+        even = and_or<0x000F000Fu, 0x64006400u>(v);
+        odd = and_or<0x00F000F0u, 0x64006400u>(v);
+      } else {
+        even = nibble_pair(v, 0, 0);
+        odd = (v & 0x00F000F0u) | 0x64006400u;
       }
-    }
-  } else if constexpr (T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
-    const uint2 uw = lds<uint2>(wl + (B / 2) * 512 + (B % 2) * 8);
-    const uint32_t u[2] = {uw.x, uw.y};
-    uint32_t hi[2][4] = {};
-    if constexpr (T == GgmlType::Q5_K) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t byte = static_cast<uint32_t>(byte_of(r.extra[0], 2 * B + h));
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          const uint32_t x = byte >> (2 * p);
-          hi[h][p] = ((x & 1u) << 4) | ((x & 2u) << 19);
-        }
-      }
-    }
-    if constexpr (T == GgmlType::Q6_K) {
-      const uint32_t hw = word_of(r.extra[B / 4], B % 4);
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          const uint32_t x = hw >> (16 * h + 4 * p);
-          hi[h][p] = ((x & 3u) << 4) | ((x & 0xCu) << 18);
-        }
-    }
-    constexpr uint32_t kBias = T == GgmlType::Q6_K ? 0x64206420u : 0x64006400u;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      fr.a[half][0] = sub_f16x2(nibble_pair(u[0], 2 * half, hi[0][2 * half]), kBias);
-      fr.a[half][1] = sub_f16x2(nibble_pair(u[1], 2 * half, hi[1][2 * half]), kBias);
-      fr.a[half][2] = sub_f16x2(nibble_pair(u[0], 2 * half + 1, hi[0][2 * half + 1]), kBias);
-      fr.a[half][3] = sub_f16x2(nibble_pair(u[1], 2 * half + 1, hi[1][2 * half + 1]), kBias);
-    }
+      fr.a[kHalf][kW] = sub_f16x2(merge(even, hr, std::false_type{}), kBias);
+      fr.a[kHalf][2 + kW] = fma_f16x2(merge(odd, hr, std::true_type{}), kSixteenth, kHighBias);
+    };
+    pairs(std::integral_constant<int, 0>{}, std::integral_constant<int, 0>{});
+    pairs(std::integral_constant<int, 0>{}, std::integral_constant<int, 1>{});
+    pairs(std::integral_constant<int, 1>{}, std::integral_constant<int, 0>{});
+    pairs(std::integral_constant<int, 1>{}, std::integral_constant<int, 1>{});
   } else if constexpr (T == GgmlType::Q8_0) {
     const uint4 w = lds<uint4>(wl + B * 512);
     const uint32_t g0 = w.x ^ 0x80808080u, g1 = w.y ^ 0x80808080u, h0 = w.z ^ 0x80808080u, h1 = w.w ^ 0x80808080u;

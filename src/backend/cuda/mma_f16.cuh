@@ -102,6 +102,33 @@ __device__ __forceinline__ uint32_t and_or(uint32_t x) {
 #endif
 }
 
+// x | (y & mask) in one LOP3 (the high bits of a Q5_K / Q6_K pair merged into its nibbles).
+template <uint32_t kMask>
+__device__ __forceinline__ uint32_t or_and(uint32_t x, uint32_t y) {
+#ifdef MEMRA_CUDASIM
+  return x | (y & kMask);
+#else
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xF8;\n" : "=r"(r) : "r"(x), "r"(y), "n"(kMask));  // 0xF8: a | (b & c)
+  return r;
+#endif
+}
+
+// x rotated right by N bits (one SHF.R.W; N in 0..31).
+template <int N>
+__device__ __forceinline__ uint32_t rotr(uint32_t x) {
+  static_assert(N >= 0 && N < 32, "rotation within a word");
+  if constexpr (N == 0) {
+    return x;
+  } else {
+#ifdef MEMRA_CUDASIM
+    return (x >> N) | (x << (32 - N));
+#else
+    return __funnelshift_r(x, x, N);
+#endif
+  }
+}
+
 // ---- asynchronous global -> shared copies (cp.async, sm_80+) ----
 
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {

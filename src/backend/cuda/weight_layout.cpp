@@ -126,15 +126,18 @@ void write_quant_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, in
         uint8_t* words = lanes + (b / 2) * 512 + 4 * (2 * (b % 2) + h);
         for (int t = 0; t < 4; ++t) put_u32(words + 16 * t, code_word_k(qs + 32 * (b / 2), t, 4 * (b % 2)));
       }
-      if (five) {  // fifth bits: byte 2b + h of the lane's piece at 2048, bit 2p + s
+      if (five) {  // fifth bits: word b / 2 of the lane's piece at 2048 (weight_layout.h: high_bit_pos)
         const uint8_t* qh = blk + 16;
         for (int t = 0; t < 4; ++t) {
-          uint8_t* bits = tile + 2048 + (4 * g + t) * 16 + h;
+          uint8_t* bits = tile + 2048 + (4 * g + t) * 16;
           for (int b = 0; b < kTileBlocks; ++b) {
-            uint8_t v = 0;
+            uint32_t v = 0;
             for (int p = 0; p < 4; ++p)
-              for (int s = 0; s < 2; ++s) v |= static_cast<uint8_t>(((qh[8 * p + 2 * t + s] >> b) & 1) << (2 * p + s));
-            bits[2 * b] = v;
+              for (int s = 0; s < 2; ++s)
+                v |= static_cast<uint32_t>((qh[8 * p + 2 * t + s] >> b) & 1) << high_bit_pos(q5k_high_rot(b, h, p), p, s);
+            uint32_t o;
+            std::memcpy(&o, bits + 4 * (b / 2), 4);
+            put_u32(bits + 4 * (b / 2), o | v);
           }
         }
       }
@@ -154,12 +157,14 @@ void write_quant_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, in
         uint8_t* high = tile + 2048 + (b / 4) * 512 + 4 * g * 16 + 4 * (b % 4);
         for (int t = 0; t < 4; ++t) {
           put_u32(words + 16 * t, code_word_k(lq, t, k < 2 ? 0 : 4));
-          // 2-bit high parts of elements 8p + 2t + s at bits 16h + 4p + 2s.
-          const uint32_t h0 = nibbles_of_bytes((gather_stride8(hq + 2 * t) >> (2 * k)) & 0x03030303u);
-          const uint32_t h1 = nibbles_of_bytes((gather_stride8(hq + 2 * t + 1) >> (2 * k)) & 0x03030303u);
+          // 2-bit high parts of elements 8p + 2t + s (weight_layout.h: high_bit_pos).
+          uint32_t v = 0;
+          for (int p = 0; p < 4; ++p)
+            for (int s = 0; s < 2; ++s)
+              v |= static_cast<uint32_t>((hq[8 * p + 2 * t + s] >> (2 * k)) & 3) << high_bit_pos(q6k_high_rot(h, p), p, s);
           uint32_t o;
           std::memcpy(&o, high + 16 * t, 4);
-          put_u32(high + 16 * t, o | (h0 | h1 << 2) << (16 * h));
+          put_u32(high + 16 * t, o | v);
         }
       }
       break;

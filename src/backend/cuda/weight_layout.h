@@ -20,8 +20,9 @@
 //   F16 / BF16 values, pieces 0-15: piece 2b + h = the 4 half2 pairs (p = 0..3) of row g + 8h.
 //       BF16 is stored as f16(w * 2^-p) with a per-(row, block) exponent (matmul_order.h).
 //   F32 values, pieces 0-31: piece 4b + 2 part + h, part 0 = hi, 1 = lo (matmul_order.h).
-//   Q5_K fifth bits, 1 piece at 2048: byte 2b + h, bit 2p + s.
-//   Q6_K high 2 bits, 2 pieces at 2048: piece b / 4, word b % 4, bits 16h + 4p + 2s (+1).
+//   Q5_K fifth bits, 1 piece at 2048: word b / 2, bit high_bit_pos(q5k_high_rot(b, h, p), p, s).
+//   Q6_K high 2 bits, 2 pieces at 2048: piece b / 4, word b % 4, bits high_bit_pos(q6k_high_rot(h, p),
+//       p, s) (+1).
 // Per-row data, indexed by g (a lane loads the 32 bytes of its own g):
 //   Q4_0, Q8_0 scales: [g][b][h] f16, 256 bytes after the codes.
 //   Q4_K, Q5_K meta:   [g][h][16 bytes] = the super-block's {f16 d, f16 dmin, u8 scales[12]}.
@@ -70,6 +71,19 @@ MEMRA_ORDER_HD constexpr TileFormat tile_format(GgmlType t) {
   }
   return f;
 }
+
+// Where a code's high bits sit in its lane's word (Q5_K one bit, Q6_K two): element (p, s) of row
+// g + 8h at bit (4 + 4 (p % 2) + 16 s + rot) mod 32, so that the word rotated right by `rot` has pair
+// p's high bits right above the pair's nibbles where the decode puts them (matmul_tile_decode.cuh:
+// bits 4 and 20 for an even p, whose nibbles it takes at bits 0 and 16; bits 8 and 24 for an odd p,
+// nibbles at 4 and 20). One rotation per row and half-block and one LOP3 per f16 pair then merge
+// them (the layout before 2026-12-04 took ~4 shifts and masks per pair: H200 Nsight, the Q6_K head
+// decoded in 813 instructions a k-tile). The rotations tile the 32 bits exactly: Q6_K's 2h + 8 (p / 2)
+// one word a block (16 two-bit fields), Q5_K's h + 2 (p / 2) + 8 (b % 2) one word a pair of blocks
+// (32 one-bit fields).
+MEMRA_ORDER_HD constexpr int q6k_high_rot(int h, int p) { return 2 * h + 8 * (p / 2); }
+MEMRA_ORDER_HD constexpr int q5k_high_rot(int b, int h, int p) { return h + 2 * (p / 2) + 8 * (b % 2); }
+MEMRA_ORDER_HD constexpr int high_bit_pos(int rot, int p, int s) { return (4 + 4 * (p % 2) + 16 * s + rot) & 31; }
 
 struct DevWeight {
   GgmlType type = GgmlType::F32;       // device type (after any widening)
@@ -175,14 +189,14 @@ MEMRA_ORDER_HD inline float decode_weight(const DevWeight& w, const uint8_t* mat
       const float ml = f16_bits_to_float(load_u16(meta + 2)) * static_cast<float>(m);
       int v = nibble();
       if (w.type == GgmlType::Q5_K) {
-        const uint8_t hb = tile[2048 + q.lane * 16 + 2 * q.b + q.h];
-        v |= ((hb >> (2 * q.p + q.s)) & 1) << 4;
+        const uint32_t hw = load_u32(tile + 2048 + q.lane * 16 + 4 * (q.b / 2));
+        v |= static_cast<int>((hw >> high_bit_pos(q5k_high_rot(q.b, q.h, q.p), q.p, q.s)) & 1) << 4;
       }
       return dl * static_cast<float>(v) - ml;
     }
     case GgmlType::Q6_K: {
       const uint32_t hw = load_u32(tile + 2048 + (q.b / 4) * 512 + q.lane * 16 + 4 * (q.b % 4));
-      const int v = nibble() | static_cast<int>(((hw >> (16 * q.h + 4 * q.p + 2 * q.s)) & 3) << 4);
+      const int v = nibble() | static_cast<int>(((hw >> high_bit_pos(q6k_high_rot(q.h, q.p), q.p, q.s)) & 3) << 4);
       const int sub = 2 * q.b + q.p / 2;  // the 16-element sub-block of the super-block
       const int sc = static_cast<int8_t>(tile[3072 + g * 32 + q.h * 16 + sub]);
       const float d = row_f16(3328 + g * 4 + q.h * 2);
