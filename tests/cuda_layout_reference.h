@@ -169,7 +169,7 @@ inline void write_row_tile(const DevWeight& w, const RowTile& t, int rho, uint8_
         break;
       }
       case GgmlType::Q8_0:
-        lane_piece0[q.b * 512 + 8 * q.h + 4 * (q.p / 2) + 2 * (q.p % 2) + q.s] = static_cast<uint8_t>(t.code[k]);
+        lane_piece0[q.b * 512 + 8 * q.h + 4 * (q.p / 2) + 2 * (q.p % 2) + q.s] = static_cast<uint8_t>(t.code[k] + 128);
         break;
       case GgmlType::F16:
       case GgmlType::BF16:

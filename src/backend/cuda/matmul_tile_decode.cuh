@@ -35,9 +35,9 @@ __device__ __forceinline__ uint32_t nibble_pair(uint32_t u, int p, uint32_t high
   return ((u >> (4 * p)) & 0x000F000Fu) | high | 0x64006400u;
 }
 
-// Bytes 2q, 2q+1 (q = 0, 1) of w, as int8 codes, to two f16 values.
+// Bytes 2q, 2q+1 (q = 0, 1) of w, codes stored as code + 128 (weight_layout.h), to two f16 values:
+// each byte placed under the f16 exponent of 1024, then 1024 + 128 taken off (exact).
 __device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
-  // w_biased = w ^ 0x80808080: each byte is code + 128; placed under the f16 exponent of 1024.
   return sub_f16x2(__byte_perm(w_biased, 0x64646464u, q == 0 ? 0x4140u : 0x4342u), 0x64806480u);
 }
 
@@ -145,7 +145,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
     pairs(std::integral_constant<int, 1>{}, std::integral_constant<int, 1>{});
   } else if constexpr (T == GgmlType::Q8_0) {
     const uint4 w = lds<uint4>(wl + B * 512);
-    const uint32_t g0 = w.x ^ 0x80808080u, g1 = w.y ^ 0x80808080u, h0 = w.z ^ 0x80808080u, h1 = w.w ^ 0x80808080u;
+    const uint32_t g0 = w.x, g1 = w.y, h0 = w.z, h1 = w.w;
     fr.a[0][0] = int8_pair(g0, 0);
     fr.a[0][1] = int8_pair(h0, 0);
     fr.a[0][2] = int8_pair(g0, 1);

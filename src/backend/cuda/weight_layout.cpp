@@ -104,14 +104,22 @@ void write_quant_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, in
     }
     case GgmlType::Q8_0: {
       const int64_t n_blocks = std::min<int64_t>(kTileBlocks, w.n_in / 32 - kt * kTileBlocks);
-      for (int b = 0; b < n_blocks; ++b) {
+      // Codes stored as code + 128 (weight_layout.h); padding blocks hold code 0 (byte 0x80).
+      for (int b = 0; b < kTileBlocks; ++b) {
+        if (b >= n_blocks) {
+          for (int t = 0; t < 4; ++t) {
+            put_u32(lanes + b * 512 + 16 * t + 8 * h, 0x80808080u);
+            put_u32(lanes + b * 512 + 16 * t + 8 * h + 4, 0x80808080u);
+          }
+          continue;
+        }
         const uint8_t* blk = row + 34 * (kt * kTileBlocks + b);
         std::memcpy(tile + f.row_data_off + g * 32 + (b * 2 + h) * 2, blk, 2);
         const uint8_t* qs = blk + 2;
         for (int t = 0; t < 4; ++t) {
           uint8_t* v = lanes + b * 512 + 16 * t + 8 * h;
-          put_u32(v, u16_at(qs + 2 * t) | static_cast<uint32_t>(u16_at(qs + 8 + 2 * t)) << 16);
-          put_u32(v + 4, u16_at(qs + 16 + 2 * t) | static_cast<uint32_t>(u16_at(qs + 24 + 2 * t)) << 16);
+          put_u32(v, (u16_at(qs + 2 * t) | static_cast<uint32_t>(u16_at(qs + 8 + 2 * t)) << 16) ^ 0x80808080u);
+          put_u32(v + 4, (u16_at(qs + 16 + 2 * t) | static_cast<uint32_t>(u16_at(qs + 24 + 2 * t)) << 16) ^ 0x80808080u);
         }
       }
       break;

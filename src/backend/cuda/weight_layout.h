@@ -16,7 +16,8 @@
 //       [u(2i, 0), u(2i, 1), u(2i+1, 0), u(2i+1, 1)], u(b, h): bits 4p + 16s = low 4 bits of the
 //       code of element (p, s) of row g + 8h, block b.
 //   Q8_0 codes, pieces 0-7: piece b = words [v(b,0,0), v(b,0,1), v(b,1,0), v(b,1,1)],
-//       v(b, h, q): bytes = int8 codes of elements (2q, 0), (2q, 1), (2q+1, 0), (2q+1, 1).
+//       v(b, h, q): bytes = int8 codes of elements (2q, 0), (2q, 1), (2q+1, 0), (2q+1, 1), each
+//       stored as code + 128 (the byte XOR 0x80: the decode puts it under an f16 exponent as is).
 //   F16 / BF16 values, pieces 0-15: piece 2b + h = the 4 half2 pairs (p = 0..3) of row g + 8h.
 //       BF16 is stored as f16(w * 2^-p) with a per-(row, block) exponent (matmul_order.h).
 //   F32 values, pieces 0-31: piece 4b + 2 part + h, part 0 = hi, 1 = lo (matmul_order.h).
@@ -177,7 +178,7 @@ MEMRA_ORDER_HD inline float decode_weight(const DevWeight& w, const uint8_t* mat
     }
     case GgmlType::Q8_0: {
       const uint8_t* piece = tile + q.b * 512 + q.lane * 16 + 8 * q.h + 4 * (q.p / 2);
-      const int code = static_cast<int8_t>(piece[2 * (q.p % 2) + q.s]);
+      const int code = static_cast<int>(piece[2 * (q.p % 2) + q.s]) - 128;
       return static_cast<float>(code) * row_f16(f.row_data_off + g * 32 + (q.b * 2 + q.h) * 2);
     }
     case GgmlType::Q4_K:
