@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Measured on the H200 in session 24 (bench/results/2026-12-04-1900-h200-session24.md section 2):
+# correct and exact, slower at every depth and B (B = 64 d4096 352 -> 447 us a layer). Kept for the record.
 # Device-call script for bench/notes/experiments/2026-12-04-attention-tc-scores.patch: the bundle of a
 # build with the patch as .gpu/bundle.tar.xz (scripts/gpu-bundle.sh). MEMRA_X_ATTN_TC=1 takes the
 # tensor-core q.k and p.V paths of attention_split_kernel (f16 cache). ~4 minutes with the 9B synth.
