@@ -61,7 +61,7 @@ __device__ __forceinline__ void pairs_to_frags(const uint4& g, const uint4& h, B
 // The tile state a lane keeps per k-tile and m-tile besides the pieces (decoded once per k-tile).
 template <GgmlType T>
 struct TileRegs {
-  uint4 row[2];  // per-row data pieces (Q4_K/Q5_K meta of rows g, g+8; unused otherwise)
+  uint4 row[2];  // per-row data pieces of rows g, g+8 (Q4_K/Q5_K meta, Q6_K scales; unused otherwise)
   uint4 extra[2];
 };
 
@@ -71,7 +71,7 @@ struct TileRegs {
 constexpr int kRowStride = 16;
 template <GgmlType T>
 __device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t* rp, TileRegs<T>& r) {
-  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
     r.row[0] = lds<uint4>(rp);
     r.row[1] = lds<uint4>(rp + kRowStride);
   }
@@ -185,10 +185,11 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
     const uint32_t dd = lds<uint32_t>(dp);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint16_t scw = lds<uint16_t>(rp + h * kRowStride + 2 * B);
+      // Scales 2B, 2B + 1 of the row's 16, from the registers load_tile_regs filled (one 16-byte
+      // load a row and k-tile instead of a 2-byte load a row and block).
       const float d = f16_bits_to_float(static_cast<uint16_t>(dd >> (16 * h)));
-      sc.s[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw & 0xFF)));
-      sc.s2[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw >> 8)));
+      sc.s[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(byte_of(r.row[h], 2 * B))));
+      sc.s2[h] = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(byte_of(r.row[h], 2 * B + 1))));
     }
   } else if constexpr (T == GgmlType::BF16 || T == GgmlType::F32) {
     const uint16_t ee = lds<uint16_t>(rp + 2 * B);
