@@ -30,11 +30,6 @@ __device__ __forceinline__ V lds(const uint8_t* p) {
   return *reinterpret_cast<const V*>(p);
 }
 
-// Pair p (bits 4p and 16 + 4p) of a nibble word as two f16 values 1024 + code (high bits OR-ed in).
-__device__ __forceinline__ uint32_t nibble_pair(uint32_t u, int p, uint32_t high) {
-  return ((u >> (4 * p)) & 0x000F000Fu) | high | 0x64006400u;
-}
-
 // Bytes 2q, 2q+1 (q = 0, 1) of w, codes stored as code + 128 (weight_layout.h), to two f16 values:
 // each byte placed under the f16 exponent of 1024, then 1024 + 128 taken off (exact).
 __device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
@@ -127,13 +122,13 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
       const uint32_t u = kW == 0 ? uw.x : uw.y;
       const uint32_t v = kHalf == 0 ? u : u >> 8;
       constexpr int kRot = T == GgmlType::Q6_K ? q6k_high_rot(kW, 2 * kHalf) : q5k_high_rot(B, kW, 2 * kHalf);
-      const uint32_t hr = kHigh ? rotr<kRot % 32>(hw) : 0u;
+      const uint32_t hr = kHigh ? rotr<kRot>(hw) : 0u;
       uint32_t even, odd;
       if constexpr (kLop3) {
         even = and_or<0x000F000Fu, 0x64006400u>(v);
         odd = and_or<0x00F000F0u, 0x64006400u>(v);
       } else {
-        even = nibble_pair(v, 0, 0);
+        even = (v & 0x000F000Fu) | 0x64006400u;
         odd = (v & 0x00F000F0u) | 0x64006400u;
       }
       fr.a[kHalf][kW] = sub_f16x2(merge(even, hr, std::false_type{}), kBias);
@@ -144,16 +139,15 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
     pairs(std::integral_constant<int, 1>{}, std::integral_constant<int, 0>{});
     pairs(std::integral_constant<int, 1>{}, std::integral_constant<int, 1>{});
   } else if constexpr (T == GgmlType::Q8_0) {
-    const uint4 w = lds<uint4>(wl + B * 512);
-    const uint32_t g0 = w.x, g1 = w.y, h0 = w.z, h1 = w.w;
-    fr.a[0][0] = int8_pair(g0, 0);
-    fr.a[0][1] = int8_pair(h0, 0);
-    fr.a[0][2] = int8_pair(g0, 1);
-    fr.a[0][3] = int8_pair(h0, 1);
-    fr.a[1][0] = int8_pair(g1, 0);
-    fr.a[1][1] = int8_pair(h1, 0);
-    fr.a[1][2] = int8_pair(g1, 1);
-    fr.a[1][3] = int8_pair(h1, 1);
+    const uint4 w = lds<uint4>(wl + B * 512);  // x, y: row g's words, z, w: row g + 8's
+    fr.a[0][0] = int8_pair(w.x, 0);
+    fr.a[0][1] = int8_pair(w.z, 0);
+    fr.a[0][2] = int8_pair(w.x, 1);
+    fr.a[0][3] = int8_pair(w.z, 1);
+    fr.a[1][0] = int8_pair(w.y, 0);
+    fr.a[1][1] = int8_pair(w.w, 0);
+    fr.a[1][2] = int8_pair(w.y, 1);
+    fr.a[1][3] = int8_pair(w.w, 1);
   } else if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
     pairs_to_frags(lds<uint4>(wl + (2 * B) * 512), lds<uint4>(wl + (2 * B + 1) * 512), fr);
   }
