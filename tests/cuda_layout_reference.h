@@ -188,7 +188,21 @@ inline void write_row_tile(const DevWeight& w, const RowTile& t, int rho, uint8_
       for (int b = 0; b < kTileBlocks; ++b) std::memcpy(tile + f.row_data_off + g * 32 + (b * 2 + h) * 2, &t.d[b], 2);
       break;
     case GgmlType::Q4_K:
-    case GgmlType::Q5_K: std::memcpy(tile + f.row_data_off + g * 32 + h * 16, t.meta, 16); break;
+    case GgmlType::Q5_K: {
+      // d and dmin as they are; then the 8 scales and the 8 mins (6 bits each, the file's packing
+      // undone) one bit at a time: value f's bit i at bit 6f + i of the 12 bytes.
+      uint8_t* meta = tile + f.row_data_off + g * 32 + h * 16;
+      std::memcpy(meta, t.meta, 4);
+      for (int j = 0; j < 8; ++j) {
+        int sc, m;
+        k_scale_min(j, t.meta + 4, sc, m);
+        for (int i = 0; i < 6; ++i) {
+          if ((sc >> i) & 1) meta[4 + (6 * j + i) / 8] |= static_cast<uint8_t>(1u << ((6 * j + i) % 8));
+          if ((m >> i) & 1) meta[4 + (6 * (8 + j) + i) / 8] |= static_cast<uint8_t>(1u << ((6 * (8 + j) + i) % 8));
+        }
+      }
+      break;
+    }
     case GgmlType::Q6_K:
       std::memcpy(tile + f.row_data_off + g * 32 + h * 16, t.sc6, 16);
       std::memcpy(tile + f.d_off + g * 4 + h * 2, &t.d6, 2);

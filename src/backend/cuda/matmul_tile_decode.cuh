@@ -82,6 +82,24 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
 }
 __device__ __forceinline__ int byte_of(const uint4& v, int i) { return static_cast<int>((word_of(v, i / 4) >> (8 * (i % 4))) & 0xFFu); }
 
+// Six-bit field F of a Q4_K / Q5_K meta's repacked scales (words y, z, w: weight_layout.h k_field):
+// one shift and one AND, a funnel shift for the two fields that straddle words.
+template <int F>
+__device__ __forceinline__ uint32_t k_field_of(const uint4& m) {
+  constexpr int kBit = 6 * F, kWord = 1 + kBit / 32, kShift = kBit % 32;
+  const uint32_t lo = word_of(m, kWord);
+  if constexpr (kShift + 6 <= 32) {
+    return (lo >> kShift) & 63u;
+  } else {
+    const uint32_t hi = word_of(m, kWord + 1);
+#ifdef MEMRA_CUDASIM
+    return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> kShift) & 63u;
+#else
+    return __funnelshift_r(lo, hi, kShift) & 63u;
+#endif
+  }
+}
+
 // Block scales of rows g (index 0) and g + 8 (index 1): what the epilogue multiplies D by.
 struct BlockScales {
   float s[2];       // Q4_0, Q8_0: d; K-quants: d*sc; Q6_K: d*sc of elements 0-15; F16: unused
@@ -161,15 +179,10 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint4& m = r.row[h];
-      // scales[i] is byte 4 + i of the meta (k_scale_min over the 12 packed bytes).
-      int scv, mv;
-      if (B < 4) {
-        scv = byte_of(m, 4 + B) & 63;
-        mv = byte_of(m, 4 + B + 4) & 63;
-      } else {
-        scv = (byte_of(m, 4 + B + 4) & 0xF) | ((byte_of(m, 4 + B - 4) >> 6) << 4);
-        mv = (byte_of(m, 4 + B + 4) >> 4) | ((byte_of(m, 4 + B) >> 6) << 4);
-      }
+      // The scale and min of sub-block B: six-bit fields B and 8 + B of the meta's words 1-3
+      // (weight_layout.h: k_field).
+      const int scv = static_cast<int>(k_field_of<B>(m));
+      const int mv = static_cast<int>(k_field_of<8 + B>(m));
       const float d = f16_bits_to_float(static_cast<uint16_t>(m.x & 0xFFFFu));
       const float dmin = f16_bits_to_float(static_cast<uint16_t>(m.x >> 16));
       sc.s[h] = __fmul_rn(d, static_cast<float>(scv));

@@ -128,7 +128,8 @@ void write_quant_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, in
     case GgmlType::Q5_K: {
       const bool five = w.type == GgmlType::Q5_K;
       const uint8_t* blk = row + (five ? kK5Bytes : kK4Bytes) * kt;
-      std::memcpy(tile + f.row_data_off + g * 32 + h * 16, blk, 16);
+      std::memcpy(tile + f.row_data_off + g * 32 + h * 16, blk, 4);  // d, dmin
+      k_fields_from_file(blk + 4, tile + f.row_data_off + g * 32 + h * 16 + 4);
       const uint8_t* qs = blk + (five ? 48 : 16);
       for (int b = 0; b < kTileBlocks; ++b) {
         uint8_t* words = lanes + (b / 2) * 512 + 4 * (2 * (b % 2) + h);

@@ -26,7 +26,8 @@
 //       p, s) (+1).
 // Per-row data, indexed by g (a lane loads the 32 bytes of its own g):
 //   Q4_0, Q8_0 scales: [g][b][h] f16, 256 bytes after the codes.
-//   Q4_K, Q5_K meta:   [g][h][16 bytes] = the super-block's {f16 d, f16 dmin, u8 scales[12]}.
+//   Q4_K, Q5_K meta:   [g][h][16 bytes] = the super-block's {f16 d, f16 dmin, 12 bytes of scales and
+//       mins repacked as 16 six-bit fields (k_field)}.
 //   Q6_K scales:       [g][h][16] int8 at 3072; d: [g][h] f16 at 3328.
 //   BF16, F32 block exponents: [g][b][h] int8 after the values.
 // Types without a tile format (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, ...) are widened to F16 on upload
@@ -157,6 +158,30 @@ MEMRA_ORDER_HD inline void k_scale_min(int j, const uint8_t* q, int& sc, int& m)
   }
 }
 
+// Q4_K / Q5_K on the device: the 12 scale bytes repacked (same size) as 16 six-bit fields, field f
+// at bits 6f .. 6f + 5 of the 96-bit little-endian string: f = b the scale of sub-block b, f = 8 + b
+// its min. Each field is then one shift (a funnel shift for fields 5 and 10, which straddle words)
+// and one AND away; the file's packing (k_scale_min) took ~4-5 instructions for sub-blocks 4-7.
+MEMRA_ORDER_HD inline int k_field(const uint8_t* q12, int f) {
+  const int bit = 6 * f;
+  const uint32_t two = static_cast<uint32_t>(q12[bit / 8]) | static_cast<uint32_t>(bit / 8 + 1 < 12 ? q12[bit / 8 + 1] : 0) << 8;
+  return static_cast<int>((two >> (bit % 8)) & 63);
+}
+// The 12 repacked bytes from the file's 12 (the upload's writer; host only).
+inline void k_fields_from_file(const uint8_t* file12, uint8_t* out12) {
+  uint64_t lo = 0, hi = 0;  // bits 0-63 and 64-95 of the string
+  for (int b = 0; b < 8; ++b) {
+    int sc, m;
+    k_scale_min(b, file12, sc, m);
+    lo |= static_cast<uint64_t>(sc) << (6 * b);                                  // fields 0-7: bits 0-47
+    const int bit = 6 * (8 + b);                                                 // fields 8-15: bits 48-95
+    if (bit < 64) lo |= static_cast<uint64_t>(m) << bit;
+    if (bit + 6 > 64) hi |= static_cast<uint64_t>(m) >> (bit < 64 ? 64 - bit : 0) << (bit < 64 ? 0 : bit - 64);
+  }
+  for (int i = 0; i < 8; ++i) out12[i] = static_cast<uint8_t>(lo >> (8 * i));
+  for (int i = 0; i < 4; ++i) out12[8 + i] = static_cast<uint8_t>(hi >> (8 * i));
+}
+
 // Element (j, k) of matrix `mat` (a pointer to its first byte), decoded exactly as the CPU's
 // dequantize_row does for the quantized types (the embedding lookup must equal the CPU's);
 // F32 gives its hi + lo form.
@@ -184,8 +209,7 @@ MEMRA_ORDER_HD inline float decode_weight(const DevWeight& w, const uint8_t* mat
     case GgmlType::Q4_K:
     case GgmlType::Q5_K: {
       const uint8_t* meta = tile + f.row_data_off + g * 32 + q.h * 16;
-      int sc, m;
-      k_scale_min(q.b, meta + 4, sc, m);
+      const int sc = k_field(meta + 4, q.b), m = k_field(meta + 4, 8 + q.b);
       const float dl = f16_bits_to_float(load_u16(meta)) * static_cast<float>(sc);
       const float ml = f16_bits_to_float(load_u16(meta + 2)) * static_cast<float>(m);
       int v = nibble();
