@@ -79,6 +79,34 @@ inline void read_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, st
     }
     return;
   }
+  if (ft == GgmlType::Q3_K && w.type == GgmlType::Q6_K) {  // transcoded: code v + 32, scale as int8, same d
+    const uint8_t* blk = row + 110 * kt;
+    std::memcpy(&t.d6, blk + 108, 2);
+    for (int s = 0; s < 16; ++s) {
+      const uint8_t* sc = blk + 96;
+      const int low = s < 8 ? (sc[s] & 0xF) : (sc[s - 8] >> 4), high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+      t.sc6[s] = static_cast<int8_t>((low | high << 4) - 32);
+    }
+    for (int e = 0; e < kTileK; ++e) {
+      const int low = (blk[32 + (e / 128) * 32 + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+      const int hbit = (blk[e % 32] >> (e / 32)) & 1;
+      t.code[e] = low + 4 * hbit - 4 + 32;
+    }
+    return;
+  }
+  if (ft == GgmlType::Q5_0 && w.type == GgmlType::Q8_0) {  // transcoded: code q - 16, same d
+    for (int64_t b = 0; b < n / 32; ++b) {
+      const uint8_t* blk = row + 22 * (k0 / 32 + b);
+      std::memcpy(&t.d[b], blk, 2);
+      uint32_t qh;
+      std::memcpy(&qh, blk + 2, 4);
+      for (int i = 0; i < 16; ++i) {
+        t.code[32 * b + i] = static_cast<int8_t>(((blk[6 + i] & 0xF) | ((qh >> i) & 1) << 4) - 16);
+        t.code[32 * b + 16 + i] = static_cast<int8_t>(((blk[6 + i] >> 4) | ((qh >> (16 + i)) & 1) << 4) - 16);
+      }
+    }
+    return;
+  }
   switch (w.type) {
     case GgmlType::Q4_0:
       for (int64_t b = 0; b < n / 32; ++b) {

@@ -42,7 +42,7 @@ void check_type(GgmlType type, int64_t n_in, int64_t rows, int64_t n_mat = 1) {
   for (int64_t e = 0; e < n_mat; ++e)
     for (int64_t r = 0; r < rows; ++r) {
       quant::dequantize_row(type, file.data() + (e * rows + r) * row_bytes, want.data(), n_in);
-      if (w.type != type)  // widened on upload: the device holds the f16 rounding of the decoded value
+      if (w.type == GgmlType::F16 && type != GgmlType::F16)  // widened on upload: the f16 rounding of the value
         for (auto& v : want) v = quant::f16_to_f32(quant::f32_to_f16(v));
       cuda::unpack_row(w, dev.data(), e, r, got.data());
       for (int64_t i = 0; i < n_in; ++i) {
@@ -75,7 +75,8 @@ TEST(CudaLayout, DirectRepackEqualsThePerElementPathByteForByte) {
                         Case{GgmlType::Q8_0, 2048, 16}, Case{GgmlType::Q8_0, 160, 9}, Case{GgmlType::Q4_K, 1024, 16},
                         Case{GgmlType::Q5_K, 1024, 11}, Case{GgmlType::Q6_K, 1024, 16}, Case{GgmlType::Q6_K, 512, 3},
                         Case{GgmlType::F16, 1000, 16}, Case{GgmlType::BF16, 520, 7}, Case{GgmlType::F32, 300, 16},
-                        Case{GgmlType::Q4_1, 512, 16}, Case{GgmlType::Q2_K, 256, 5}}) {
+                        Case{GgmlType::Q4_1, 512, 16}, Case{GgmlType::Q2_K, 256, 5}, Case{GgmlType::Q3_K, 768, 16},
+                        Case{GgmlType::Q3_K, 256, 7}, Case{GgmlType::Q5_0, 800, 16}, Case{GgmlType::Q5_0, 96, 3}}) {
     std::mt19937 rng(static_cast<uint32_t>(c.type) * 31 + static_cast<uint32_t>(c.n_in));
     const size_t row_bytes = quant::row_bytes(c.type, c.n_in);
     std::vector<uint8_t> file(row_bytes * static_cast<size_t>(c.rows));
@@ -100,10 +101,23 @@ TEST(CudaLayout, DirectRepackEqualsThePerElementPathByteForByte) {
 }
 
 TEST(CudaLayout, WidenedTypesBecomeF16) {
-  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K}) {
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K}) {
     EXPECT_EQ(cuda::device_type(t), GgmlType::F16);
     check_type(t, 256, 3);
   }
+}
+
+TEST(CudaLayout, TranscodedTypesKeepTheirValuesExactly) {
+  // Q3_K runs as Q6_K and Q5_0 as Q8_0: check_type compares every decoded value with the CPU's
+  // decode of the file's own type for equality (whole and partial k-tiles and row groups).
+  EXPECT_EQ(cuda::device_type(GgmlType::Q3_K), GgmlType::Q6_K);
+  EXPECT_EQ(cuda::device_type(GgmlType::Q5_0), GgmlType::Q8_0);
+  check_type(GgmlType::Q3_K, 512, 37, 2);
+  check_type(GgmlType::Q3_K, 256, 3);
+  check_type(GgmlType::Q5_0, 800, 20);
+  check_type(GgmlType::Q5_0, 96, 4);
+  EXPECT_EQ(cuda::plan_layout(GgmlType::Q3_K, 4096, 64, 1).mat_stride, quant::row_bytes(GgmlType::Q6_K, 4096) * 64);
+  EXPECT_EQ(cuda::plan_layout(GgmlType::Q5_0, 4096, 64, 1).mat_stride, quant::row_bytes(GgmlType::Q8_0, 4096) * 64);
 }
 
 TEST(CudaLayout, PartialTilesArePadded) {

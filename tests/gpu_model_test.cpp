@@ -112,7 +112,8 @@ TEST(GpuModel, Synth9bFourLayersMatchesCpuForEveryType) {
   std::vector<int32_t> ids;
   std::mt19937 rng(3);
   for (int i = 0; i < 24; ++i) ids.push_back(static_cast<int32_t>(rng() % 200000));
-  for (std::string type : {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k", "bf16", "f16", "f32"}) {
+  // q3_k and q5_0 run as q6_k and q8_0 (the same values; the CPU decodes the file's own type).
+  for (std::string type : {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k", "bf16", "f16", "f32", "q3_k", "q5_0"}) {
     const std::string path = synth_file("qwen35", "9b", type, 4);
     auto cpu = open(path, "cpu");
     auto want = teacher_forced(*cpu, ids, false);
@@ -290,6 +291,9 @@ TEST(GpuModel, WeightsThatDoNotFitAreAClearError) {
   // and row groups are padded to 16 rows.
   EXPECT_GE(gpu->matrix_device_bytes(GgmlType::F16, 256, 16, 1), size_t{256} * 16 * 2);
   EXPECT_GT(gpu->matrix_device_bytes(GgmlType::Q4_1, 4096, 1000, 1), size_t{4096} * 1000 * 2 - 1);
+  // Q3_K runs as Q6_K and Q5_0 as Q8_0 (the same values): their device bytes are those types'.
+  EXPECT_EQ(gpu->matrix_device_bytes(GgmlType::Q3_K, 4096, 1024, 1), gpu->matrix_device_bytes(GgmlType::Q6_K, 4096, 1024, 1));
+  EXPECT_EQ(gpu->matrix_device_bytes(GgmlType::Q5_0, 4096, 1024, 1), gpu->matrix_device_bytes(GgmlType::Q8_0, 4096, 1024, 1));
   EXPECT_EQ(gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 1, 1), gpu->matrix_device_bytes(GgmlType::Q4_0, 4096, 16, 1));
 }
 

@@ -14,6 +14,8 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -386,6 +388,35 @@ TEST(QuantDecode, UnalignedSourceBytes) {
     dequantize_row(f.type, shifted.data() + 1, y.data(), f.elems);
     EXPECT_EQ(y, decode(f.type, bytes, f.elems)) << type_name(f.type);
   }
+}
+
+
+TEST(QuantDecode, LosslessTranscodesKeepEveryValueBitForBit) {
+  // Q3_K -> Q6_K and Q5_0 -> Q8_0 (what the CUDA backend runs them as): any bytes (every code,
+  // scale and hmask pattern; d finite: random bits would hold NaNs, whose payloads need not agree)
+  // decode to the same floats before and after, and the other types have no such form.
+  std::mt19937 rng(20261204);
+  for (const auto& [from, to] : {std::pair{GgmlType::Q3_K, GgmlType::Q6_K}, std::pair{GgmlType::Q5_0, GgmlType::Q8_0}}) {
+    ASSERT_EQ(lossless_wider_type(from), to);
+    const int64_t n = 8 * 256;
+    std::vector<uint8_t> src(row_bytes(from, n)), dst(row_bytes(to, n));
+    for (int round = 0; round < 20; ++round) {
+      for (auto& b : src) b = static_cast<uint8_t>(rng());
+      const size_t bb = type_info(from).block_bytes, d_at = from == GgmlType::Q3_K ? 108 : 0;
+      for (size_t blk = 0; blk < src.size() / bb; ++blk) {  // d: a finite f16, sometimes subnormal or negative
+        const uint16_t d = static_cast<uint16_t>((rng() & 0x83FF) | (round % 4 == 0 ? 0 : (1 + rng() % 29) << 10));
+        std::memcpy(src.data() + blk * bb + d_at, &d, 2);
+      }
+      transcode_row(from, to, src.data(), dst.data(), n);
+      std::vector<float> a(n), b(n);
+      dequantize_row(from, src.data(), a.data(), n);
+      dequantize_row(to, dst.data(), b.data(), n);
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * n), 0) << type_name(from) << " round " << round;
+    }
+  }
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q4_K,
+                     GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16, GgmlType::F32})
+    EXPECT_FALSE(lossless_wider_type(t).has_value()) << type_name(t);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 // Types, following llama-quantize:
 // - 2-D weights, 3-D expert stacks and token_embd: the requested type;
 // - the output head (`output`, or `token_embd` when embeddings are tied and it doubles as the
-//   head): Q6_K for q4_0/q4_k/q5_k/q6_k files, Q8_0 for q8_0, the requested type for floats;
+//   head): Q6_K for q3_k/q4_0/q5_0/q4_k/q5_k/q6_k files, Q8_0 for q8_0, the requested type for floats;
 // - 1-D tensors (norms, ssm_a, ssm_dt.bias), ssm_conv1d, the router ffn_gate_inp and the
 //   shared-expert gate ffn_gate_inp_shexp ([in, 1], one-dimensional to ggml): F32;
 // - K-quant fallback where ne[0] % 256 != 0 (only the tiny shapes): see fit_type.
@@ -32,6 +32,7 @@ using enum GgmlType;
 constexpr TypeChoice kTypes[] = {
     {"q4_0", Q4_0, Q6_K, 2},  {"q8_0", Q8_0, Q8_0, 7},  {"q4_k", Q4_K, Q6_K, 15}, {"q5_k", Q5_K, Q6_K, 17},
     {"q6_k", Q6_K, Q6_K, 18}, {"bf16", BF16, BF16, 32}, {"f16", F16, F16, 1},     {"f32", F32, F32, 0},
+    {"q3_k", Q3_K, Q6_K, 12}, {"q5_0", Q5_0, Q6_K, 8},
 };
 
 constexpr float kNormJitter = 0.1f;
@@ -143,6 +144,7 @@ GgmlType fit_type(GgmlType want, int64_t ne0) {
     switch (t) {
       case Q4_K: t = Q5_0; break;
       case Q5_K: t = Q5_1; break;
+      case Q3_K: t = Q4_0; break;  // llama-quantize takes IQ4_NL, which memra does not write
       default: t = Q8_0; break;  // Q6_K
     }
   }

@@ -22,7 +22,7 @@ namespace memra::synth {
 struct SynthOptions {
   std::string arch;   // "qwen35", "qwen35moe", "qwen3next", "qwen3"
   std::string shape;  // "9b", "35b-a3b", "tiny", ... (see known_shapes)
-  std::string type;   // "q4_0", "q8_0", "q4_k", "q5_k", "q6_k", "bf16", "f16", "f32"
+  std::string type;   // "q4_0", "q8_0", "q4_k", "q5_k", "q6_k", "bf16", "f16", "f32", "q3_k", "q5_0"
   uint64_t seed = 0;
   int n_layers = 0;   // 0 = all layers of the shape; otherwise the first n_layers blocks
   std::string path;   // output file (written as path + ".partial", renamed when complete)

@@ -178,7 +178,8 @@ uint8_t* CudaBackend::staging_piece(int i, size_t bytes) {
 }
 
 void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
-  const bool kquant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
+  const bool kquant = w.type == GgmlType::Q3_K || w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K ||
+                      w.type == GgmlType::Q6_K;
   if (kquant && w.n_in % 256 != 0)
     fail("weight {}: {} rows of {} values are not whole 256-value super-blocks (corrupt file?)", w.name,
          quant::type_name(w.type), w.n_in);
@@ -187,10 +188,21 @@ void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
     static std::vector<GgmlType> told;  // one notice per type
     if (std::find(told.begin(), told.end(), w.type) == told.end()) {
       told.push_back(w.type);
-      fmt::print(stderr,
-                 "memra: note: the CUDA backend has no {} kernel; {} weights are widened to f16 on upload "
-                 "(more memory, slower decode; first: {})\n",
-                 quant::type_name(w.type), quant::type_name(w.type), w.name);
+      if (dw.type == GgmlType::F16)
+        fmt::print(stderr,
+                   "memra: note: the CUDA backend has no {} kernel; {} weights are widened to f16 on upload "
+                   "(more memory, slower decode; first: {})\n",
+                   quant::type_name(w.type), quant::type_name(w.type), w.name);
+      else
+        fmt::print(stderr,
+                   "memra: note: the CUDA backend has no {} kernel; {} weights run as {} (the same values, "
+                   "{:.1f} bits a weight on the device instead of {:.1f}; first: {})\n",
+                   quant::type_name(w.type), quant::type_name(w.type), quant::type_name(dw.type),
+                   8.0 * static_cast<double>(quant::type_info(dw.type).block_bytes) /
+                       static_cast<double>(quant::type_info(dw.type).block_elems),
+                   8.0 * static_cast<double>(quant::type_info(w.type).block_bytes) /
+                       static_cast<double>(quant::type_info(w.type).block_elems),
+                   w.name);
     }
   }
   const size_t total = dw.mat_stride * static_cast<size_t>(w.n_mat);

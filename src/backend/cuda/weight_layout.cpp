@@ -17,7 +17,9 @@ GgmlType device_type(GgmlType t) {
     case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
       return t;
     default:
-      return GgmlType::F16;
+      // Q3_K and Q5_0 run as the wider format that holds their values exactly (quant.h:
+      // lossless_wider_type); the other types are widened to f16.
+      return quant::lossless_wider_type(t).value_or(GgmlType::F16);
   }
 }
 
@@ -233,7 +235,16 @@ bool has_quant_writer(GgmlType t) {
 void repack_group(const DevWeight& w, const uint8_t* src, int64_t src_row_bytes, int64_t rows, uint8_t* dst) {
   MEMRA_ASSERT(rows >= 1 && rows <= kGroupRows);
   std::memset(dst, 0, static_cast<size_t>(w.group_stride));
-  if (!has_quant_writer(w.type) || w.file_type != w.type) {
+  if (has_quant_writer(w.type) && w.file_type != w.type) {  // transcoded a row at a time, then written
+    std::vector<uint8_t> row(quant::row_bytes(w.type, w.n_in));
+    for (int64_t rho = 0; rho < rows; ++rho) {
+      quant::transcode_row(w.file_type, w.type, src + rho * src_row_bytes, row.data(), w.n_in);
+      for (int64_t kt = 0; kt < w.n_kt; ++kt)
+        write_quant_row_tile(w, row.data(), kt, static_cast<int>(rho), dst + kt * w.tile_bytes);
+    }
+    return;
+  }
+  if (!has_quant_writer(w.type)) {
     std::vector<float> v(w.file_type == GgmlType::F16 && w.type == GgmlType::F16 ? 0 : static_cast<size_t>(w.n_in));
     for (int64_t rho = 0; rho < rows; ++rho) {
       const uint8_t* row = src + rho * src_row_bytes;

@@ -1,0 +1,74 @@
+// Lossless re-encodings of a row into a wider block format (quant.h: lossless_wider_type).
+//
+// Q3_K -> Q6_K: both formats are 16 sub-blocks of 16 with one f16 d a super-block and a signed
+// integer scale a sub-block; a Q3_K code v (-4..3) becomes the Q6_K code v + 32 and its scale
+// (-32..31, stored + 32) the int8 scale. Both decoders form d * scale first and then multiply by
+// the code, so every value comes out bit for bit the same.
+// Q5_0 -> Q8_0: value (q - 16) * d becomes the int8 code q - 16 with the same d.
+#include <cstring>
+
+#include "common/error.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+
+namespace memra::quant {
+namespace {
+
+void q3_k_to_q6_k(const uint8_t* src, uint8_t* dst) {
+  const BlockQ3_K in = load_block<BlockQ3_K>(src);
+  BlockQ6_K out;
+  std::memset(&out, 0, sizeof out);
+  for (int s = 0; s < 16; ++s) out.scales[s] = static_cast<int8_t>(q3k_scale(in.scales, s));
+  out.d = in.d;
+  for (int e = 0; e < kQK_K; ++e) {
+    const int g = e / 32;  // the 2-bit field and the hmask bit (blocks.h: BlockQ3_K)
+    const int low = (in.qs[(e / 128) * 32 + e % 32] >> (2 * (g % 4))) & 3;
+    const int v = low - (((in.hmask[e % 32] >> g) & 1) ? 0 : 4);
+    const int u = v + 32;  // the Q6_K code, 28..35
+    const int h = e / 128, r = e % 128;
+    out.ql[h * 64 + r % 64] |= static_cast<uint8_t>((u & 0x0F) << (4 * (r / 64)));
+    out.qh[h * 32 + r % 32] |= static_cast<uint8_t>((u >> 4) << (2 * (r / 32)));
+  }
+  std::memcpy(dst, &out, sizeof out);
+}
+
+void q5_0_to_q8_0(const uint8_t* src, uint8_t* dst) {
+  const BlockQ5_0 in = load_block<BlockQ5_0>(src);
+  uint32_t qh;
+  std::memcpy(&qh, in.qh, 4);
+  BlockQ8_0 out;
+  out.d = in.d;
+  for (int j = 0; j < kQK / 2; ++j) {
+    out.qs[j] = static_cast<int8_t>(((in.qs[j] & 0x0F) | ((qh >> j) & 1) << 4) - 16);
+    out.qs[j + kQK / 2] = static_cast<int8_t>(((in.qs[j] >> 4) | ((qh >> (j + kQK / 2)) & 1) << 4) - 16);
+  }
+  std::memcpy(dst, &out, sizeof out);
+}
+
+}  // namespace
+
+std::optional<GgmlType> lossless_wider_type(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q3_K: return GgmlType::Q6_K;
+    case GgmlType::Q5_0: return GgmlType::Q8_0;
+    default: return std::nullopt;
+  }
+}
+
+void transcode_row(GgmlType from, GgmlType to, const void* src, void* dst, int64_t n) {
+  MEMRA_ASSERT(lossless_wider_type(from) == to, "transcode_row: {} has no lossless form as {}", type_name(from),
+               type_name(to));
+  const TypeInfo& in = type_info(from);
+  const TypeInfo& out = type_info(to);
+  MEMRA_ASSERT(in.block_elems == out.block_elems && n % in.block_elems == 0);
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / in.block_elems; ++b) {
+    if (from == GgmlType::Q3_K)
+      q3_k_to_q6_k(s + b * in.block_bytes, d + b * out.block_bytes);
+    else
+      q5_0_to_q8_0(s + b * in.block_bytes, d + b * out.block_bytes);
+  }
+}
+
+}  // namespace memra::quant
