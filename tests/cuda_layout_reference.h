@@ -201,11 +201,11 @@ inline void write_row_tile(const DevWeight& w, const RowTile& t, int rho, uint8_
         break;
       case GgmlType::F16:
       case GgmlType::BF16:
-        std::memcpy(lane_piece0 + (2 * q.b + q.h) * 512 + 4 * q.p + 2 * q.s, &t.value[k], 2);
+        std::memcpy(lane_piece0 + (2 * q.b + q.p / 2) * 512 + 4 * (2 * (q.p % 2) + q.h) + 2 * q.s, &t.value[k], 2);
         break;
-      case GgmlType::F32:
-        std::memcpy(lane_piece0 + (4 * q.b + q.h) * 512 + 4 * q.p + 2 * q.s, &t.value[k], 2);
-        std::memcpy(lane_piece0 + (4 * q.b + 2 + q.h) * 512 + 4 * q.p + 2 * q.s, &t.lo[k], 2);
+      case GgmlType::F32:  // fragment j = p / 2 holds pairs 2j, 2j + 1 of rows g, g + 8 interleaved
+        std::memcpy(lane_piece0 + (4 * q.b + q.p / 2) * 512 + 4 * (2 * (q.p % 2) + q.h) + 2 * q.s, &t.value[k], 2);
+        std::memcpy(lane_piece0 + (4 * q.b + 2 + q.p / 2) * 512 + 4 * (2 * (q.p % 2) + q.h) + 2 * q.s, &t.lo[k], 2);
         break;
       default: break;
     }

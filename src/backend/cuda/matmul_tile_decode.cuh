@@ -41,16 +41,16 @@ struct BlockFrags {
   uint32_t a[2][4];
 };
 
-// Fragments from two float-value pieces (the 4 half2 pairs of rows g and g + 8).
-__device__ __forceinline__ void pairs_to_frags(const uint4& g, const uint4& h, BlockFrags& fr) {
-  fr.a[0][0] = g.x;
-  fr.a[0][1] = h.x;
-  fr.a[0][2] = g.y;
-  fr.a[0][3] = h.y;
-  fr.a[1][0] = g.z;
-  fr.a[1][1] = h.z;
-  fr.a[1][2] = g.w;
-  fr.a[1][3] = h.w;
+// Fragments from two float-value pieces: each piece is one A fragment (weight_layout.h).
+__device__ __forceinline__ void pieces_to_frags(const uint4& f0, const uint4& f1, BlockFrags& fr) {
+  fr.a[0][0] = f0.x;
+  fr.a[0][1] = f0.y;
+  fr.a[0][2] = f0.z;
+  fr.a[0][3] = f0.w;
+  fr.a[1][0] = f1.x;
+  fr.a[1][1] = f1.y;
+  fr.a[1][2] = f1.z;
+  fr.a[1][3] = f1.w;
 }
 
 // The tile state a lane keeps per k-tile and m-tile besides the pieces (decoded once per k-tile).
@@ -167,7 +167,7 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
     fr.a[1][2] = int8_pair(w.y, 1);
     fr.a[1][3] = int8_pair(w.w, 1);
   } else if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
-    pairs_to_frags(lds<uint4>(wl + (2 * B) * 512), lds<uint4>(wl + (2 * B + 1) * 512), fr);
+    pieces_to_frags(lds<uint4>(wl + (2 * B) * 512), lds<uint4>(wl + (2 * B + 1) * 512), fr);
   }
 
   // Scales.
@@ -229,7 +229,7 @@ __device__ __forceinline__ float segment_tree(int segs, const Partial& p) {
 
 // F32: the hi and lo fragments of block B (four products chained).
 __device__ __forceinline__ void decode_block_f32(const uint8_t* wl, int B, int part, BlockFrags& fr) {
-  pairs_to_frags(lds<uint4>(wl + (4 * B + 2 * part) * 512), lds<uint4>(wl + (4 * B + 2 * part + 1) * 512), fr);
+  pieces_to_frags(lds<uint4>(wl + (4 * B + 2 * part) * 512), lds<uint4>(wl + (4 * B + 2 * part + 1) * 512), fr);
 }
 
 // Block B's tensor-core dots for one m-tile and one n-tile in matmul_order.h's order: the decoded

@@ -213,16 +213,16 @@ void write_float_row_tile(const DevWeight& w, const uint8_t* row, const float* v
       }
     }
   }
-  // Lane 4g + t, block b: the 8 values 32b + 8p + 2t + s (p = 0..3, s = 0, 1) as 4 pairs.
+  // Lane 4g + t, block b: the 8 values 32b + 8p + 2t + s (p = 0..3, s = 0, 1) as 4 pairs, pair p
+  // in fragment piece p / 2 at word 2 (p % 2) + h (weight_layout.h).
   const int parts = w.type == GgmlType::F32 ? 4 : 2;
   for (int b = 0; b < kTileBlocks; ++b)
-    for (int t = 0; t < 4; ++t) {
-      uint8_t* dst = tile + (4 * g + t) * 16 + (parts * b + h) * 512;
+    for (int t = 0; t < 4; ++t)
       for (int p = 0; p < 4; ++p) {
-        std::memcpy(dst + 4 * p, hi + 32 * b + 8 * p + 2 * t, 4);
-        if (parts == 4) std::memcpy(dst + 2 * 512 + 4 * p, lo + 32 * b + 8 * p + 2 * t, 4);
+        uint8_t* dst = tile + (4 * g + t) * 16 + (parts * b + p / 2) * 512 + 4 * (2 * (p % 2) + h);
+        std::memcpy(dst, hi + 32 * b + 8 * p + 2 * t, 4);
+        if (parts == 4) std::memcpy(dst + 2 * 512, lo + 32 * b + 8 * p + 2 * t, 4);
       }
-    }
 }
 
 bool has_quant_writer(GgmlType t) {

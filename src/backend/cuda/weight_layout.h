@@ -18,9 +18,13 @@
 //   Q8_0 codes, pieces 0-7: piece b = words [v(b,0,0), v(b,0,1), v(b,1,0), v(b,1,1)],
 //       v(b, h, q): bytes = int8 codes of elements (2q, 0), (2q, 1), (2q+1, 0), (2q+1, 1), each
 //       stored as code + 128 (the byte XOR 0x80: the decode puts it under an f16 exponent as is).
-//   F16 / BF16 values, pieces 0-15: piece 2b + h = the 4 half2 pairs (p = 0..3) of row g + 8h.
+//   F16 / BF16 values, pieces 0-15: piece 2b + j = A fragment j of block b as the mma takes it:
+//       the half2 pairs [(g, 2j), (g + 8, 2j), (g, 2j + 1), (g + 8, 2j + 1)] as (row, p), so one
+//       16-byte load is one fragment (rows in separate pieces cost ~8 register moves a block:
+//       half of an F16 k-tile's instructions, SASS 2026-12-04).
 //       BF16 is stored as f16(w * 2^-p) with a per-(row, block) exponent (matmul_order.h).
-//   F32 values, pieces 0-31: piece 4b + 2 part + h, part 0 = hi, 1 = lo (matmul_order.h).
+//   F32 values, pieces 0-31: piece 4b + 2 part + j, fragment j as above, part 0 = hi, 1 = lo
+//       (matmul_order.h).
 //   Q5_K fifth bits, 1 piece at 2048: word b / 2, bit high_bit_pos(q5k_high_rot(b, h, p), p, s).
 //   Q6_K high 2 bits, 2 pieces at 2048: piece b / 4, word b % 4, bits high_bit_pos(q6k_high_rot(h, p),
 //       p, s) (+1).
@@ -232,10 +236,10 @@ MEMRA_ORDER_HD inline float decode_weight(const DevWeight& w, const uint8_t* mat
     case GgmlType::BF16:
     case GgmlType::F32: {
       const bool f32 = w.type == GgmlType::F32;
-      const int piece_i = f32 ? 4 * q.b + q.h : 2 * q.b + q.h;
+      const int piece_i = (f32 ? 4 * q.b : 2 * q.b) + q.p / 2;
       auto value = [&](int part) {
         const uint8_t* piece = tile + (piece_i + 2 * part) * 512 + q.lane * 16;
-        return f16_bits_to_float(load_u16(piece + 4 * q.p + 2 * q.s));
+        return f16_bits_to_float(load_u16(piece + 4 * (2 * (q.p % 2) + q.h) + 2 * q.s));
       };
       if (w.type == GgmlType::F16) return value(0);
       const int e = static_cast<int8_t>(tile[f.row_data_off + g * 16 + q.b * 2 + q.h]);
