@@ -103,6 +103,26 @@ __device__ __forceinline__ uint32_t k_field_of(const uint4& m) {
   }
 }
 
+// Field F as the float 2^23 + field (its bits under the exponent of 2^23): the field's shift and
+// one LOP3 (mask and exponent together).
+template <int F>
+__device__ __forceinline__ float k_field_plus_2p23(const uint4& m) {
+  constexpr int kBit = 6 * F, kWord = 1 + kBit / 32, kShift = kBit % 32;
+  const uint32_t lo = word_of(m, kWord);
+  uint32_t v;
+  if constexpr (kShift + 6 <= 32) {
+    v = lo >> kShift;
+  } else {
+    const uint32_t hi = word_of(m, kWord + 1);
+#ifdef MEMRA_CUDASIM
+    v = static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> kShift);
+#else
+    v = __funnelshift_r(lo, hi, kShift);
+#endif
+  }
+  return __uint_as_float(and_or<63u, 0x4B000000u>(v));
+}
+
 // Block scales of rows g (index 0) and g + 8 (index 1): what the epilogue multiplies D by.
 struct BlockScales {
   float s[2];       // Q4_0, Q8_0: d; K-quants: d*sc; Q6_K: d*sc of elements 0-15; F16: unused
@@ -184,12 +204,15 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
       const uint4& m = r.row[h];
       // The scale and min of sub-block B: six-bit fields B and 8 + B of the meta's words 1-3
       // (weight_layout.h: k_field).
-      const int scv = static_cast<int>(k_field_of<B>(m));
-      const int mv = static_cast<int>(k_field_of<8 + B>(m));
+      // d * sc without an int-to-float conversion: the field under the exponent of 2^23 is the
+      // float 2^23 + sc, and fma(d, 2^23 + sc, -d 2^23) = d sc exactly (d has 11 significant bits,
+      // d sc 17: no rounding; d 2^23 is exact), the same float as d * float(sc).
       const float d = f16_bits_to_float(static_cast<uint16_t>(m.x & 0xFFFFu));
       const float dmin = f16_bits_to_float(static_cast<uint16_t>(m.x >> 16));
-      sc.s[h] = __fmul_rn(d, static_cast<float>(scv));
-      sc.s2[h] = -__fmul_rn(dmin, static_cast<float>(mv));
+      const float scf = k_field_plus_2p23<B>(m);
+      const float mf = k_field_plus_2p23<8 + B>(m);
+      sc.s[h] = __fmaf_rn(d, scf, -(d * 8388608.0f));
+      sc.s2[h] = __fmaf_rn(-dmin, mf, dmin * 8388608.0f);
     }
   } else if constexpr (T == GgmlType::Q6_K) {
     const uint32_t dd = lds<uint32_t>(dp);
