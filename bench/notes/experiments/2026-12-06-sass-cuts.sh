@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Device-call script for session 25's SASS cuts (f7d92cd float pieces as whole A fragments, 6f410ff
+# Q8_0 PRMT operands, 3c8ef83 Q4_K / Q5_K scales without I2FP) and the Q3_K / Q5_0 transcodes
+# (be17659), against c5f4d6a (the last main measured on the H200). Same bits expected for every type.
+# Prepare here:
+#   git worktree add /tmp/wt-old c5f4d6a && cmake -S /tmp/wt-old -B /tmp/wt-old/build -G Ninja \
+#     -DCMAKE_BUILD_TYPE=Release -DMEMRA_EMBED_DEMO=OFF && cmake --build /tmp/wt-old/build --target memra
+#   strip -o /tmp/memra-old /tmp/wt-old/build/memra && xz -c /tmp/memra-old > .gpu/old.xz
+#   scripts/gpu-bundle.sh build && rm -rf .fixtures      (main's binaries: .gpu/bundle.tar.xz)
+# (session 25 left .gpu/old.xz built from c5f4d6a and .gpu/bundle.tar.xz of main: check
+# `xz -dc .gpu/old.xz | strings | grep -m1 'commit c5f4d6a'`.) ~8 minutes on the H200.
+set -u
+mkdir -p /tmp/g /tmp/o && tar xJf .gpu/bundle.tar.xz -C /tmp/g && xz -dc .gpu/old.xz > /tmp/o/memra && chmod +x /tmp/o/memra
+export LD_LIBRARY_PATH=/tmp/g/lib MEMRA_GPU_TEST_DIR=/tmp/gt
+mkdir -p /tmp/gt
+N=/tmp/g/bin/memra O=/tmp/o/memra
+{
+$N --version; $O --version
+IDS=$(seq -s, 100 140)
+row() { grep -E 'tg32|pp512' | cut -d'|' -f5,6,7 | tr '\n' ' '; echo; }
+for t in bf16 q8_0 q4_k q5_k f16 f32; do
+  $N synth --arch qwen35 --shape 9b --type $t -o /tmp/9b-$t.gguf >/dev/null 2>&1
+  for m in decode prefill; do
+    for b in N O; do eval "\$$b" logits -m /tmp/9b-$t.gguf --device cuda --ids $IDS --mode $m -o /tmp/l-$m-$b.bin 2>/dev/null; done
+    echo -n "logits $t $m new vs old: "; cmp /tmp/l-$m-N.bin /tmp/l-$m-O.bin && echo identical
+  done
+  for r in 1 2; do for b in O N; do
+    echo -n "r$r $t $b: "; eval "\$$b" bench -m /tmp/9b-$t.gguf --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 2 --ctx 8192 2>/dev/null | row
+  done; done
+  rm -f /tmp/9b-$t.gguf
+done
+for t in q3_k q5_0; do
+  $N synth --arch qwen35 --shape 9b --type $t -o /tmp/9b-$t.gguf >/dev/null 2>&1
+  echo "$t (new only):"; $N bench -m /tmp/9b-$t.gguf --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 2 --ctx 8192 --verify-exact 2>&1 | grep -E 'note|differ|tg32|pp512' | cut -c1-170
+  rm -f /tmp/9b-$t.gguf
+done
+/tmp/g/bin/memra_tests --gtest_filter='GpuOps.Matmul:GpuOps.RowWise:GpuOps.Moe:GpuMatmul.*:CudaLayout*' 2>&1 | grep -E "FAILED|PASSED|Failure"
+} 2>&1 | tee $OUT/sass-cuts.log
