@@ -8,7 +8,7 @@
 #   strip -o /tmp/memra-old /tmp/wt-old/build/memra && xz -c /tmp/memra-old > .gpu/old.xz
 #   scripts/gpu-bundle.sh build && rm -rf .fixtures      (main's binaries: .gpu/bundle.tar.xz)
 # (session 25 left .gpu/old.xz built from c5f4d6a and .gpu/bundle.tar.xz of main: check
-# `xz -dc .gpu/old.xz | strings | grep -m1 'commit c5f4d6a'`.) ~8 minutes on the H200.
+# `xz -dc .gpu/old.xz | strings | grep -m1 'commit c5f4d6a'`.) ~9 minutes on the H200 (split it in two calls if a synth is slow).
 set -u
 mkdir -p /tmp/g /tmp/o && tar xJf .gpu/bundle.tar.xz -C /tmp/g && xz -dc .gpu/old.xz > /tmp/o/memra && chmod +x /tmp/o/memra
 export LD_LIBRARY_PATH=/tmp/g/lib MEMRA_GPU_TEST_DIR=/tmp/gt
@@ -18,7 +18,7 @@ N=/tmp/g/bin/memra O=/tmp/o/memra
 $N --version; $O --version
 IDS=$(seq -s, 100 140)
 row() { grep -E 'tg32|pp512' | cut -d'|' -f5,6,7 | tr '\n' ' '; echo; }
-for t in bf16 q8_0 q4_k q5_k f16 f32; do
+for t in bf16 q8_0 q4_k q5_k; do
   $N synth --arch qwen35 --shape 9b --type $t -o /tmp/9b-$t.gguf >/dev/null 2>&1
   for m in decode prefill; do
     for b in N O; do eval "\$$b" logits -m /tmp/9b-$t.gguf --device cuda --ids $IDS --mode $m -o /tmp/l-$m-$b.bin 2>/dev/null; done
@@ -28,6 +28,14 @@ for t in bf16 q8_0 q4_k q5_k f16 f32; do
     echo -n "r$r $t $b: "; eval "\$$b" bench -m /tmp/9b-$t.gguf --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 2 --ctx 8192 2>/dev/null | row
   done; done
   rm -f /tmp/9b-$t.gguf
+done
+# The other float layouts on the 2B (small files): identity, and 2B BF16 tg128 (514 in session 21).
+for t in f16 f32 bf16; do
+  $N synth --arch qwen35 --shape 2b --type $t -o /tmp/2b-$t.gguf >/dev/null 2>&1
+  for b in N O; do eval "\$$b" logits -m /tmp/2b-$t.gguf --device cuda --ids $IDS --mode decode -o /tmp/l2-$b.bin 2>/dev/null; done
+  echo -n "logits 2b $t decode new vs old: "; cmp /tmp/l2-N.bin /tmp/l2-O.bin && echo identical
+  for b in O N; do echo -n "2b $t $b: "; eval "\$$b" bench -m /tmp/2b-$t.gguf --device cuda -p 512 -n 128 -r 2 2>/dev/null | grep -E 'tg128|pp512' | cut -d'|' -f5,6,7 | tr '\n' ' '; echo; done
+  rm -f /tmp/2b-$t.gguf
 done
 for t in q3_k q5_0; do
   $N synth --arch qwen35 --shape 9b --type $t -o /tmp/9b-$t.gguf >/dev/null 2>&1
