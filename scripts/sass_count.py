@@ -66,7 +66,7 @@ def opcode(ins):
 
 
 def label(name):
-    m = re.search(r"(matmul\w*?kernel|moe\w*?)ILNS_8GgmlTypeE(\d+)E((?:L[ib]\d+E)*)", name)
+    m = re.search(r"\d((?:matmul|moe)[a-z_]*?kernel)ILNS_8GgmlTypeE(\d+)E((?:L[ib]\d+E)*)", name)
     if not m:
         return name[:60]
     args = re.findall(r"L([ib])(\d+)E", m.group(3))
@@ -106,7 +106,7 @@ def main():
     rows = table(a.build, exe, a.filter)
     other = table(a.diff, exe, a.filter) if a.diff else {}
     keys = ["HMMA", "FFMA", "LOP3", "HADD2", "HFMA2", "SHF", "PRMT", "I2FP", "FMUL", "LDS", "IMAD"]
-    print(f"{'kernel <type MT,NT,SW,stages>':34} {'total':>6} {'k-tile':>6}" + (f" {'other':>6}" if other else "") +
+    print(f"{'kernel type MT,NT,SW,stages':34} {'total':>6} {'k-tile':>6}" + (f" {'other':>6}" if other else "") +
           "  " + " ".join(keys))
     for lab in sorted(rows):
         total, n, mix = rows[lab]
