@@ -25,6 +25,8 @@
 //                                                                     acc = fma(2^p_b, D_b, acc)
 // where x'lo = f16_rn(x * 2^-e_r - x'): the float types see ~22 bits of each activation (their
 // weights carry more than the 11 bits x' keeps; quantized codes do not, and x' alone serves them).
+// Q3_K runs as Q6_K (c = its code -4..3, d*sc_b its signed scale) and Q5_0 as Q8_0 (c = q - 16): the
+// same values (quant.h lossless_wider_type), the order of the type they run as.
 // (d*sc and dmin*m are exact float products: 11-bit times 6- or 7-bit integers.) p_b is the
 // block's exponent chosen at upload (the same rule as e_r over the block's 32 weights of one row).
 // dot() is the tensor core's: mma.sync m16n8k16 with f16 inputs and float accumulation, over
