@@ -165,4 +165,23 @@ inline void q3k_pack_scales(const int8_t scale[16], uint8_t out[12]) {
   }
 }
 
+// Code of element e (-4..3) of a Q3_K block: 2 low bits in qs, minus 4 where its hmask bit is clear.
+inline int q3k_code(const BlockQ3_K& b, int e) {
+  const int g = e / 32;
+  const int low = (b.qs[(e / 128) * 32 + e % 32] >> (2 * (g % 4))) & 3;
+  return low - (((b.hmask[e % 32] >> g) & 1) ? 0 : 4);
+}
+
+// Packs 256 Q6_K codes q - 32 (-32..31) into ql and qh (see BlockQ6_K).
+inline void q6k_pack_codes(const int8_t q[kQK_K], BlockQ6_K& b) {
+  std::memset(b.ql, 0, sizeof b.ql);
+  std::memset(b.qh, 0, sizeof b.qh);
+  for (int e = 0; e < kQK_K; ++e) {
+    const int u = q[e] + 32;  // 0..63
+    const int h = e / 128, r = e % 128;
+    b.ql[h * 64 + r % 64] |= static_cast<uint8_t>((u & 0x0F) << (4 * (r / 64)));
+    b.qh[h * 32 + r % 32] |= static_cast<uint8_t>((u >> 4) << (2 * (r / 32)));
+  }
+}
+
 }  // namespace memra::quant

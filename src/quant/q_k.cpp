@@ -27,15 +27,7 @@ void decode_q3_k(const BlockQ3_K& b, float* y) {
   const float d = f16_to_f32(b.d);
   for (int s = 0; s < 16; ++s) {
     const float dl = d * static_cast<float>(q3k_scale(b.scales, s));
-    const int g = s / 2;
-    const int off = (s % 2) * 16;  // position within the 32-element group
-    const uint8_t* q = b.qs + (g / 4) * 32 + off;
-    const uint8_t* hm = b.hmask + off;
-    const int shift = 2 * (g % 4);
-    for (int l = 0; l < 16; ++l) {
-      const int v = ((q[l] >> shift) & 3) - (((hm[l] >> g) & 1) ? 0 : 4);
-      y[16 * s + l] = dl * static_cast<float>(v);
-    }
+    for (int l = 0; l < 16; ++l) y[16 * s + l] = dl * static_cast<float>(q3k_code(b, 16 * s + l));
   }
 }
 

@@ -254,14 +254,7 @@ void encode_q6_k(const float* x, BlockQ6_K& b) {
   check_finite(x, "q6_k");
   int8_t q[kQK_K];
   encode_symmetric(x, 32, 128, b.d, b.scales, q);
-  std::memset(b.ql, 0, sizeof b.ql);
-  std::memset(b.qh, 0, sizeof b.qh);
-  for (int e = 0; e < kQK_K; ++e) {
-    const int u = q[e] + 32;  // 0..63
-    const int h = e / 128, r = e % 128;
-    b.ql[h * 64 + r % 64] |= static_cast<uint8_t>((u & 0x0F) << (4 * (r / 64)));
-    b.qh[h * 32 + r % 32] |= static_cast<uint8_t>((u >> 4) << (2 * (r / 32)));
-  }
+  q6k_pack_codes(q, b);
 }
 
 }  // namespace memra::quant::detail

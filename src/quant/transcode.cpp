@@ -17,18 +17,11 @@ namespace {
 void q3_k_to_q6_k(const uint8_t* src, uint8_t* dst) {
   const BlockQ3_K in = load_block<BlockQ3_K>(src);
   BlockQ6_K out;
-  std::memset(&out, 0, sizeof out);
   for (int s = 0; s < 16; ++s) out.scales[s] = static_cast<int8_t>(q3k_scale(in.scales, s));
   out.d = in.d;
-  for (int e = 0; e < kQK_K; ++e) {
-    const int g = e / 32;  // the 2-bit field and the hmask bit (blocks.h: BlockQ3_K)
-    const int low = (in.qs[(e / 128) * 32 + e % 32] >> (2 * (g % 4))) & 3;
-    const int v = low - (((in.hmask[e % 32] >> g) & 1) ? 0 : 4);
-    const int u = v + 32;  // the Q6_K code, 28..35
-    const int h = e / 128, r = e % 128;
-    out.ql[h * 64 + r % 64] |= static_cast<uint8_t>((u & 0x0F) << (4 * (r / 64)));
-    out.qh[h * 32 + r % 32] |= static_cast<uint8_t>((u >> 4) << (2 * (r / 32)));
-  }
+  int8_t q[kQK_K];
+  for (int e = 0; e < kQK_K; ++e) q[e] = static_cast<int8_t>(q3k_code(in, e));
+  q6k_pack_codes(q, out);
   std::memcpy(dst, &out, sizeof out);
 }
 

@@ -186,6 +186,9 @@ void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
   DevWeight dw = plan_layout(w.type, w.n_in, w.n_out, w.n_mat);
   if (dw.type != w.type) {
     static std::vector<GgmlType> told;  // one notice per type
+    auto bits_per_weight = [](GgmlType t) {
+      return 8.0 * static_cast<double>(quant::type_info(t).block_bytes) / static_cast<double>(quant::type_info(t).block_elems);
+    };
     if (std::find(told.begin(), told.end(), w.type) == told.end()) {
       told.push_back(w.type);
       if (dw.type == GgmlType::F16)
@@ -198,11 +201,7 @@ void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
                    "memra: note: the CUDA backend has no {} kernel; {} weights run as {} (the same values, "
                    "{:.1f} bits a weight on the device instead of {:.1f}; first: {})\n",
                    quant::type_name(w.type), quant::type_name(w.type), quant::type_name(dw.type),
-                   8.0 * static_cast<double>(quant::type_info(dw.type).block_bytes) /
-                       static_cast<double>(quant::type_info(dw.type).block_elems),
-                   8.0 * static_cast<double>(quant::type_info(w.type).block_bytes) /
-                       static_cast<double>(quant::type_info(w.type).block_elems),
-                   w.name);
+                   bits_per_weight(dw.type), bits_per_weight(w.type), w.name);
     }
   }
   const size_t total = dw.mat_stride * static_cast<size_t>(w.n_mat);

@@ -85,41 +85,15 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
 }
 __device__ __forceinline__ int byte_of(const uint4& v, int i) { return static_cast<int>((word_of(v, i / 4) >> (8 * (i % 4))) & 0xFFu); }
 
-// Six-bit field F of a Q4_K / Q5_K meta's repacked scales (words y, z, w: weight_layout.h k_field):
-// one shift and one AND, a funnel shift for the two fields that straddle words.
-template <int F>
-__device__ __forceinline__ uint32_t k_field_of(const uint4& m) {
-  constexpr int kBit = 6 * F, kWord = 1 + kBit / 32, kShift = kBit % 32;
-  const uint32_t lo = word_of(m, kWord);
-  if constexpr (kShift + 6 <= 32) {
-    return (lo >> kShift) & 63u;
-  } else {
-    const uint32_t hi = word_of(m, kWord + 1);
-#ifdef MEMRA_CUDASIM
-    return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> kShift) & 63u;
-#else
-    return __funnelshift_r(lo, hi, kShift) & 63u;
-#endif
-  }
-}
-
-// Field F as the float 2^23 + field (its bits under the exponent of 2^23): the field's shift and
-// one LOP3 (mask and exponent together).
+// Six-bit field F of a Q4_K / Q5_K meta's repacked scales (words y, z, w: weight_layout.h k_field)
+// as the float 2^23 + field: the field shifted down (a funnel shift for fields 5 and 10, which
+// straddle words) and one LOP3 that masks it and sets the exponent of 2^23.
 template <int F>
 __device__ __forceinline__ float k_field_plus_2p23(const uint4& m) {
   constexpr int kBit = 6 * F, kWord = 1 + kBit / 32, kShift = kBit % 32;
-  const uint32_t lo = word_of(m, kWord);
-  uint32_t v;
-  if constexpr (kShift + 6 <= 32) {
-    v = lo >> kShift;
-  } else {
-    const uint32_t hi = word_of(m, kWord + 1);
-#ifdef MEMRA_CUDASIM
-    v = static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> kShift);
-#else
-    v = __funnelshift_r(lo, hi, kShift);
-#endif
-  }
+  uint32_t v = word_of(m, kWord);
+  if constexpr (kShift + 6 > 32) v = shr_pair<kShift>(v, word_of(m, kWord + 1));
+  else if constexpr (kShift > 0) v >>= kShift;
   return __uint_as_float(and_or<63u, 0x4B000000u>(v));
 }
 
@@ -202,11 +176,9 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint4& m = r.row[h];
-      // The scale and min of sub-block B: six-bit fields B and 8 + B of the meta's words 1-3
-      // (weight_layout.h: k_field).
-      // d * sc without an int-to-float conversion: the field under the exponent of 2^23 is the
-      // float 2^23 + sc, and fma(d, 2^23 + sc, -d 2^23) = d sc exactly (d has 11 significant bits,
-      // d sc 17: no rounding; d 2^23 is exact), the same float as d * float(sc).
+      // The scale and min of sub-block B are fields B and 8 + B. d * sc without an int-to-float
+      // conversion: fma(d, 2^23 + sc, -d 2^23) = d sc exactly (d has 11 significant bits, d sc 17:
+      // no rounding; d 2^23 is exact), the same float as d * float(sc).
       const float d = f16_bits_to_float(static_cast<uint16_t>(m.x & 0xFFFFu));
       const float dmin = f16_bits_to_float(static_cast<uint16_t>(m.x >> 16));
       const float scf = k_field_plus_2p23<B>(m);

@@ -114,19 +114,23 @@ __device__ __forceinline__ uint32_t or_and(uint32_t x, uint32_t y) {
 #endif
 }
 
+// The 64-bit hi:lo shifted right by N (N in 1..31), low word: one SHF.R.
+template <int N>
+__device__ __forceinline__ uint32_t shr_pair(uint32_t lo, uint32_t hi) {
+  static_assert(N > 0 && N < 32, "a shift within a word");
+#ifdef MEMRA_CUDASIM
+  return (lo >> N) | (hi << (32 - N));
+#else
+  return __funnelshift_r(lo, hi, N);
+#endif
+}
+
 // x rotated right by N bits (one SHF.R.W; N in 0..31).
 template <int N>
 __device__ __forceinline__ uint32_t rotr(uint32_t x) {
   static_assert(N >= 0 && N < 32, "rotation within a word");
-  if constexpr (N == 0) {
-    return x;
-  } else {
-#ifdef MEMRA_CUDASIM
-    return (x >> N) | (x << (32 - N));
-#else
-    return __funnelshift_r(x, x, N);
-#endif
-  }
+  if constexpr (N == 0) return x;
+  else return shr_pair<N>(x, x);
 }
 
 // ---- asynchronous global -> shared copies (cp.async, sm_80+) ----

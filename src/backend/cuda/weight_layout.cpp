@@ -57,6 +57,7 @@ uint16_t u16_at(const uint8_t* p) {
   return v;
 }
 void put_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void or_u32(uint8_t* p, uint32_t v) { put_u32(p, load_u32(p) | v); }
 // Bytes q[0], q[8], q[16], q[24] as a word (byte p = q[8p]): elements 8p + 2t + s of a block.
 uint32_t gather_stride8(const uint8_t* q) {
   return static_cast<uint32_t>(q[0]) | static_cast<uint32_t>(q[8]) << 8 | static_cast<uint32_t>(q[16]) << 16 |
@@ -146,9 +147,7 @@ void write_quant_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, in
             for (int p = 0; p < 4; ++p)
               for (int s = 0; s < 2; ++s)
                 v |= static_cast<uint32_t>((qh[8 * p + 2 * t + s] >> b) & 1) << high_bit_pos(q5k_high_rot(b, h, p), p, s);
-            uint32_t o;
-            std::memcpy(&o, bits + 4 * (b / 2), 4);
-            put_u32(bits + 4 * (b / 2), o | v);
+            or_u32(bits + 4 * (b / 2), v);
           }
         }
       }
@@ -173,9 +172,7 @@ void write_quant_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, in
           for (int p = 0; p < 4; ++p)
             for (int s = 0; s < 2; ++s)
               v |= static_cast<uint32_t>((hq[8 * p + 2 * t + s] >> (2 * k)) & 3) << high_bit_pos(q6k_high_rot(h, p), p, s);
-          uint32_t o;
-          std::memcpy(&o, high + 16 * t, 4);
-          put_u32(high + 16 * t, o | v);
+          or_u32(high + 16 * t, v);
         }
       }
       break;

@@ -174,17 +174,13 @@ MEMRA_ORDER_HD inline int k_field(const uint8_t* q12, int f) {
 }
 // The 12 repacked bytes from the file's 12 (the upload's writer; host only).
 inline void k_fields_from_file(const uint8_t* file12, uint8_t* out12) {
-  uint64_t lo = 0, hi = 0;  // bits 0-63 and 64-95 of the string
+  unsigned __int128 bits = 0;  // the 96-bit string, field f at bit 6f
   for (int b = 0; b < 8; ++b) {
     int sc, m;
     k_scale_min(b, file12, sc, m);
-    lo |= static_cast<uint64_t>(sc) << (6 * b);                                  // fields 0-7: bits 0-47
-    const int bit = 6 * (8 + b);                                                 // fields 8-15: bits 48-95
-    if (bit < 64) lo |= static_cast<uint64_t>(m) << bit;
-    if (bit + 6 > 64) hi |= static_cast<uint64_t>(m) >> (bit < 64 ? 64 - bit : 0) << (bit < 64 ? 0 : bit - 64);
+    bits |= static_cast<unsigned __int128>(sc) << (6 * b) | static_cast<unsigned __int128>(m) << (6 * (8 + b));
   }
-  for (int i = 0; i < 8; ++i) out12[i] = static_cast<uint8_t>(lo >> (8 * i));
-  for (int i = 0; i < 4; ++i) out12[8 + i] = static_cast<uint8_t>(hi >> (8 * i));
+  for (int i = 0; i < 12; ++i) out12[i] = static_cast<uint8_t>(bits >> (8 * i));
 }
 
 // Element (j, k) of matrix `mat` (a pointer to its first byte), decoded exactly as the CPU's
