@@ -333,7 +333,7 @@ const Case kCases[] = {
     {Op::Moe, &kMoeSmall, Q4_0, 0, 0, "13", kN, kMoeQuant, false, kAll},
     {Op::Moe, &kMoeNoShared, Q6_K, 0, 0, "13", kN, kMoeQuant, false, kAll},
     {Op::Moe, &kMoeNoShared, Q8_0, 0, 0, "13", kN, kMoeQuant, false, kHw},
-    {Op::Moe, &kMoeSmall, Q4_K, 0, 0, "13", kN, kMoeQuant, false, kHw},
+    {Op::Moe, &kMoeSmall, Q4_K, 0, 0, "13", kN, kMoeQuant, false, kAll},
     {Op::Moe, &kMoeSmall, F32, 0, 0, "13", kN, kMoeFloat, false, kAll},
 
     // ---- argmax and sampling (the token ids, bit for bit) ----

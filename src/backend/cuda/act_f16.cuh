@@ -91,7 +91,11 @@ __device__ __forceinline__ int64_t act_stage_first_chunk() { return static_cast<
 // floats are also stored there (elem(k) as is), each element by exactly one lane.
 //   frag: lane 4b + t holds elements 32b + 2t + {0, 1, 8, 9, 16, 17, 24, 25} of the k-tile (the
 //         mma.sync B fragment of block b for column g = r % 8), hi f16 parts; frag_lo the low parts.
-//   sums: block b's 32 hi codes summed by warp_sum with element 32b + l in lane l.
+//   sums: block b's 32 hi codes summed by warp_sum with element 32b + l in lane l (s_b), then
+//         the min-term B fragments of the row (kernels.h): lane (g, t)'s 8 bytes are the f16 pairs
+//         (hi(s_t 2^-5), hi(s_t+4 2^-5)) and (lo(..), lo(..)), lo = f16(s_b 2^-5 - hi): exact
+//         steps but the two roundings, so hi + lo carries ~22 bits of s_b. The 2^-5 keeps
+//         |s_b| < 32 * 2^15 inside f16's range.
 template <typename Elem>
 __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
                                                int64_t kt, float* out_row) {
@@ -127,9 +131,25 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
   }
 #pragma unroll
   for (int b = 0; b < kTileBlocks; ++b) s[b] = warp_sum(s[b]);
-  if (lane == 0)
+  if (lane == 0) {
+    uint32_t w[8];
 #pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) a.sums[((n8 * a.n_kt + kt) * 8 + b) * 8 + g] = s[b];
+    for (int tt = 0; tt < 4; ++tt) {
+      uint16_t hi[2], lo[2];
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const float v = __fmul_rn(s[tt + 4 * q], 0.03125f);  // exact: a power of two
+        const __half h = hi_of(v);
+        hi[q] = __half_as_ushort(h);
+        lo[q] = lo_bits(v, h);
+      }
+      w[2 * tt] = static_cast<uint32_t>(hi[0]) | static_cast<uint32_t>(hi[1]) << 16;
+      w[2 * tt + 1] = static_cast<uint32_t>(lo[0]) | static_cast<uint32_t>(lo[1]) << 16;
+    }
+    uint4* dst = reinterpret_cast<uint4*>(a.sums + ((n8 * a.n_kt + kt) * 8 + g) * 32);
+    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  }
 }
 
 }  // namespace memra::cuda

@@ -428,7 +428,7 @@ F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols) {
   a.n_kt = k_tiles(cols);
   a.frag = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
   a.frag_lo = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
-  a.sums = scratch(act_f16_sums_bytes(rows, cols) / sizeof(float));
+  a.sums = reinterpret_cast<uint8_t*>(scratch(act_f16_sums_bytes(rows, cols) / sizeof(float)));
   a.exps = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
   act_f16(x, a, stream_);
   return a;
@@ -467,7 +467,7 @@ F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   a.n_kt = k_tiles(cols);
   a.frag = act_slot_;
   a.frag_lo = act_slot_ + frag;
-  a.sums = reinterpret_cast<float*>(act_slot_ + 2 * frag);
+  a.sums = act_slot_ + 2 * frag;
   a.exps = reinterpret_cast<int32_t*>(act_slot_ + 2 * frag + sums);
   return a;
 }

@@ -63,7 +63,7 @@ size_t act_f16_frag_bytes(int64_t rows, int64_t cols) {
   return static_cast<size_t>((rows + 7) / 8 * 8) * static_cast<size_t>(k_tiles(cols)) * kTileK * 2;
 }
 size_t act_f16_sums_bytes(int64_t rows, int64_t cols) {
-  return static_cast<size_t>((rows + 7) / 8 * 8) * static_cast<size_t>(k_tiles(cols)) * kTileBlocks * 4;
+  return static_cast<size_t>((rows + 7) / 8 * 8) * static_cast<size_t>(k_tiles(cols)) * 32;  // 4 lanes x 8 bytes
 }
 
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream) {

@@ -19,15 +19,17 @@ constexpr int kMaxExpertsUsed = 64;    // k_moe.cu: top-k per token
 // ---- activations in the f16 form the matmuls consume (matmul_order.h) ----
 // Row r of x, scaled by 2^-exps[r] and rounded to f16, in the tensor-core B-fragment order:
 // frag[n8][kt][b][g][t] is 16 bytes = the 4 half2 pairs (p = 0..3) of elements
-// kt*256 + 32b + 8p + 2t + {0, 1} of row 8*n8 + g. sums[n8][kt][b][g] is the float sum of the
-// block's 32 f16 values in warp_sum's butterfly (matmul_order.h) (the K-quants' min term). frag_lo (same layout) holds the
+// kt*256 + 32b + 8p + 2t + {0, 1} of row 8*n8 + g. sums[n8][kt][g][t] is 8 bytes: the K-quants'
+// min-term B fragment of lane (g, t) (matmul_order.h): the f16 hi and lo parts of s_b 2^-5 for
+// blocks b = t and t + 4, where s_b is the float sum of the block's 32 f16 values in warp_sum's
+// butterfly; 32 bytes a row and k-tile. frag_lo (same layout) holds the
 // f16 rounding of what frag leaves out (x' - hi), which the float weight types also multiply, so
 // their products see ~22 bits of each activation. Rows are padded with zeros to whole n-tiles of
 // 8 and columns to whole k-tiles of 256.
 struct F16Act {
   uint8_t* frag = nullptr;
   uint8_t* frag_lo = nullptr;
-  float* sums = nullptr;
+  uint8_t* sums = nullptr;
   int32_t* exps = nullptr;
   int64_t rows = 0, cols = 0, n_kt = 0;
 };

@@ -18,7 +18,7 @@ namespace memra::cuda::matmul_impl {
 
 constexpr int kMaxTargets = 4;
 constexpr int kActTileBytes = kTileBlocks * 8 * 4 * 16;  // one n-tile's fragments of one k-tile: 4 KiB
-constexpr int kSumTileBytes = kTileBlocks * 8 * 4;       // its block sums: 256 bytes
+constexpr int kSumTileBytes = 8 * 32;                    // its block-sum fragments (F16Act::sums): 256 bytes
 // In shared memory a stage holds the block's n-tiles of one k-tile in the F16Act layout,
 // [n][b][g][t] 16-byte pieces (4 KiB an n-tile): the 8 lanes of each LDS.128 phase (rows g, g + 1;
 // t = 0..3) read 128 contiguous bytes, so no padding is needed, and an ungrouped launch fills it
@@ -48,7 +48,7 @@ struct Args {
   int rows_cap;         // activation rows a block stages: min(8 NT, rows)
   const uint8_t* act;   // F16Act fragments
   const uint8_t* act_lo;
-  const float* sums;
+  const uint8_t* sums;
   const int32_t* exps;
   // Grouped launches (mixture-of-experts): grid z is a group slot; slot z multiplies matrix
   // grp_expert[z] (mat_stride bytes apart in t[0].w / t[0].up) with the activation rows
@@ -198,8 +198,8 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
           bulk_copy(dst + n * kActTileBytes, a.act + src, kActTileBytes, bars + stage);
           if constexpr (S::kUsesLo) bulk_copy(dst + lo_off + n * kActTileBytes, a.act_lo + src, kActTileBytes, bars + stage);
           if constexpr (S::kUsesSums)
-            bulk_copy(dst + sums_off + n * kSumTileBytes, a.sums + ((n8_0 + n) * a.n_kt + kt) * 64, kSumTileBytes,
-                      bars + stage);
+            bulk_copy(dst + sums_off + n * kSumTileBytes, a.sums + ((n8_0 + n) * a.n_kt + kt) * kSumTileBytes,
+                      kSumTileBytes, bars + stage);
         }
       }
       return;
@@ -212,12 +212,12 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
       cp_async16(dst + off, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(dst + lo_off + off, a.act_lo + src);
     }
-    if constexpr (S::kUsesSums) {  // one float per (row, block): sums[n8][kt][b][g]
-      for (int i = tid; i < rows_here * 8; i += blockDim.x) {
-        const int row = i >> 3, b = i & 7;
+    if constexpr (S::kUsesSums) {  // 32 bytes a row: sums[n8][kt][g][t]
+      for (int i = tid; i < rows_here * 2; i += blockDim.x) {
+        const int row = i >> 1, half = i & 1;
         const int64_t sr = src_row[row];
-        cp_async4(dst + sums_off + (((row >> 3) * 8 + b) * 8 + (row & 7)) * 4,
-                  a.sums + ((sr >> 3) * a.n_kt + kt) * 64 + b * 8 + (sr & 7));
+        cp_async16(dst + sums_off + (row >> 3) * kSumTileBytes + (row & 7) * 32 + half * 16,
+                   a.sums + ((sr >> 3) * a.n_kt + kt) * kSumTileBytes + (sr & 7) * 32 + half * 16);
       }
     }
   };
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
 #pragma unroll
     for (int m = 0; m < MT; ++m)
       load_tile_regs<T>(tile0 + m * S::f.tile_bytes + lane * 16,
-                        tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, regs[m]);
+                        tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, t, regs[m]);
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
@@ -279,11 +279,6 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
         bf[n] = lds<uint4>(act + off);
         if constexpr (S::kUsesLo) bl[n] = lds<uint4>(act + lo_off + off);
       }
-      [[maybe_unused]] float2 xs[NT];
-      if constexpr (S::kUsesSums) {
-#pragma unroll
-        for (int n = 0; n < NT; ++n) xs[n] = lds<float2>(act + sums_off + (n * kTileBlocks + B) * 32 + 8 * t);
-      }
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
         const uint8_t* tile = tile0 + m * S::f.tile_bytes;
@@ -293,10 +288,18 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
         decode_block<T, B, (NT <= 2)>(wl, tile + S::f.row_data_off + g * kRowBytes, tile + S::f.d_off + g * 4,
                                       regs[m], fr, sc);
 #pragma unroll
-        for (int n = 0; n < NT; ++n) block_products<T>(wl, B, fr, sc, bf[n], bl[n], xs[n], acc[m][n]);
+        for (int n = 0; n < NT; ++n) block_products<T>(wl, B, fr, sc, bf[n], bl[n], acc[m][n]);
       }
     };
     for_each_block(block);
+    if constexpr (S::kUsesSums) {
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const uint2 sf = lds<uint2>(act + sums_off + n * kSumTileBytes + lane * 8);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) min_term<T>(regs[m], sf, acc[m][n]);
+      }
+    }
   }
   cp_async_wait<0>();
 

@@ -7,14 +7,15 @@
 //   e_r   = ilogb(max_k |x_rk|) - 14, clamped to [-100, 113]; 0 for an all-zero or non-finite max
 //   x'_rk = f16_rn(x_rk * 2^-e_r)            (|x'| < 2^15: no f16 overflow, full f16 precision)
 //   s_rb  = the float sum of x'_r,32b .. x'_r,32b+31 in common.cuh warp_sum's butterfly, element
-//           32b + l in lane l (K-quants)
+//           32b + l in lane l (K-quants), kept as two f16 parts of s_rb 2^-5: hi = f16_rn(s_rb 2^-5),
+//           lo = f16_rn(s_rb 2^-5 - hi)
 // e_r depends on row r alone, so the scaling is per sequence and batch-invariant.
 //
 // Weights. Row j's blocks of 32 elements give integer codes c (or f16 values) and float scales:
 //   Q4_0  c = q - 8            D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
 //   Q8_0  c = q                D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
 //   Q4_K  c = q (5-bit: Q5_K)  D_b = dot(c, x')          acc = fma(d*sc_b, D_b, acc)
-//                                                        acc = fma(-(dmin*m_b), s_rb, acc)
+//         after the k-tile's 8 blocks, its min term:  M = dot(m, (hi, lo))   acc = fma(-32 dmin, M, acc)
 //   Q6_K  c = q - 32           D_b0, D_b1 = dot over each 16-element half
 //                                                        acc = fma(d*sc_b0, D_b0, acc)
 //                                                        acc = fma(d*sc_b1, D_b1, acc)
@@ -27,7 +28,11 @@
 // weights carry more than the 11 bits x' keeps; quantized codes do not, and x' alone serves them).
 // Q3_K runs as Q6_K (c = its code -4..3, d*sc_b its signed scale) and Q5_0 as Q8_0 (c = q - 16): the
 // same values (quant.h lossless_wider_type), the order of the type they run as.
-// (d*sc and dmin*m are exact float products: 11-bit times 6- or 7-bit integers.) p_b is the
+// (d*sc is an exact float product: 11-bit times 6- or 7-bit integers.) The K-quants' min term is
+// one tensor-core product a k-tile and row: its 16 K slots hold blocks t and t + 4 (t = 0..3) at
+// 2t, 2t + 1 with the hi parts and at 2t + 8, 2t + 9 with the lo parts, A the row's mins m_b (6-bit
+// integers, exact in f16) in both halves, so M = sum_b m_b (hi_b + lo_b) = sum_b m_b s_rb 2^-5 up
+// to the ~2^-22 the parts leave out and the tensor core's sum; -32 dmin is exact. p_b is the
 // block's exponent chosen at upload (the same rule as e_r over the block's 32 weights of one row).
 // dot() is the tensor core's: mma.sync m16n8k16 with f16 inputs and float accumulation, over
 // elements 0-15 of the block from C = +0, then elements 16-31 with C = that result (Q6_K: each

@@ -1,4 +1,4 @@
-// The matmul family's streaming kernel for decode steps of 1-8 activation rows (one n-tile):
+// The matmul family's streaming kernel for decode steps of one activation row (column 0 of an n-tile):
 // matmul_order.h's canonical order (the bits of matmul_kernel.cuh's shapes, which the op tests
 // compare), laid out so that each warp streams its weights on its own. k_matmul.cu (plan_stream)
 // runs it where it measured faster: one row, the SwiGLU pair and single matrices below 4096 row
@@ -41,7 +41,7 @@ constexpr int kStreamMaxStages = 8;
 
 // Shared memory of a streaming block (bytes): the activation rows of every k-tile (hi, lo, sums),
 // the segment partials, the split form's block terms (two rounds' worth: every warp's k-tile of a
-// round, [round parity][warp][m][block][row][kFoldTerms]), then each warp's ring.
+// round, [round parity][warp][m][fold slot][row][kFoldTerms]), then each warp's ring.
 struct StreamSmem {
   int act, act_lo, sums, red, terms, ring, slot, bars, total;
 };
@@ -58,7 +58,7 @@ MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, in
   s.sums = s.act_lo + (lo ? n_kt * rows * 512 : 0);
   s.red = s.sums + (sums ? n_kt * kSumTileBytes : 0);
   s.terms = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
-  s.ring = s.terms + (parts > 1 ? 2 * warps * mt * kTileBlocks * kGroupRows * fold_terms(type) * 4 : 0);
+  s.ring = s.terms + (parts > 1 ? 2 * warps * mt * fold_slots(type) * kGroupRows * fold_terms(type) * 4 : 0);
   s.slot = mt * f.tile_bytes;
   s.bars = s.ring + warps * stages * s.slot;  // a multiple of 16: every part above is
   s.total = s.bars + warps * stages * kSlotBarrierBytes;
@@ -89,7 +89,8 @@ __device__ __forceinline__ void cp_async_wait_n(int n) {
 template <GgmlType T>
 constexpr bool kBulkRing = TileSpec<T>::f.tile_bytes >= 3072;
 
-// a.segs, a.n_kt, a.rows (<= 8), a.rows_cap (= rows), a.t / a.tile_begin (first global row group
+// a.segs, a.n_kt, a.rows = a.rows_cap = 1 (column 0 of the n-tile: only the lanes' even outputs are
+// folded), a.t / a.tile_begin (first global row group
 // of each target), a.set_rgs (R), a.n_sets, a.stages, a.parts. Not grouped. SW: m-tile 0 is the
 // gate's row group, m-tile 1 the up matrix's same row group.
 //
@@ -194,7 +195,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   for (int s = 0; s < stages - 1; ++s) issue();
   pdl_wait();
   pdl_launch_dependents();
-  // The activation rows of every k-tile, [kt][b][row][t] (16 bytes each), the sums [kt][b][8].
+  // The activation rows of every k-tile, [kt][b][row][t] (16 bytes each), the sum fragments [kt][g][t].
   {
     const int chunks = n_kt * rc * 32;
     for (int c = tid; c < chunks; c += blockDim.x) {
@@ -206,7 +207,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
     }
     if constexpr (S::kUsesSums) {
       for (int c = tid; c < n_kt * (kSumTileBytes / 16); c += blockDim.x)
-        cp_async16(smem + L.sums + c * 16, reinterpret_cast<const uint8_t*>(a.sums) + c * 16);
+        cp_async16(smem + L.sums + c * 16, a.sums + c * 16);
     }
     cp_async_commit();
     cp_async_wait<0>();
@@ -225,7 +226,8 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   [[maybe_unused]] float folded = 0.0f;
   [[maybe_unused]] int round_no = 0;
   [[maybe_unused]] float* terms = reinterpret_cast<float*>(smem + L.terms);
-  constexpr int kTermsWarp = MT * kTileBlocks * kGroupRows * TC;  // floats a warp leaves a round
+  constexpr int kSlots = kFoldSlots<T>;
+  constexpr int kTermsWarp = MT * kSlots * kGroupRows * TC;  // floats a warp leaves a round
 
   int cur_set = static_cast<int>(blockIdx.x), cur_slot = 0;
   const uint8_t* cur_w[MT];
@@ -253,14 +255,12 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
 #pragma unroll
       for (int m = 0; m < MT; ++m)
         load_tile_regs<T>(slot + m * kTileBytes + lane * 16,
-                          slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, regs[m]);
+                          slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, t, regs[m]);
       auto block = [&](auto bconst) {
         constexpr int B = decltype(bconst)::value;
         const uint4 bf = lds<uint4>(act + B * b_stride + lane_act);
         [[maybe_unused]] uint4 bl;
         if constexpr (S::kUsesLo) bl = lds<uint4>(act_lo + B * b_stride + lane_act);
-        [[maybe_unused]] float2 xs;
-        if constexpr (S::kUsesSums) xs = lds<float2>(sums + B * 32 + 8 * t);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           const uint8_t* tile = slot + m * kTileBytes;
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
           BlockScales sc;
           decode_block<T, B, true>(wl, rp, tile + S::f.d_off + g * 4, regs[m], fr, sc);
           if constexpr (!SPLIT) {
-            block_products<T>(wl, B, fr, sc, bf, bl, xs, acc[m]);
+            block_products<T, false>(wl, B, fr, sc, bf, bl, acc[m]);
           } else {
             // Column 0 (the one row) of rows g and g + 8: outputs 0 and 2 of the lanes t = 0.
             float d[4];
@@ -279,13 +279,13 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
             if (t == 0) {
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
-                float* q = out_terms + ((m * kTileBlocks + B) * kGroupRows + g + 8 * h) * TC;
+                float* q = out_terms + ((m * kSlots + B) * kGroupRows + g + 8 * h) * TC;
                 if constexpr (TC == 1) {
                   q[0] = d[2 * h];
                 } else if constexpr (TC == 2) {
                   *reinterpret_cast<float2*>(q) = make_float2(sc.s[h], d[2 * h]);
                 } else {
-                  *reinterpret_cast<float4*>(q) = make_float4(sc.s[h], d[2 * h], sc.s2[h], second_value<T>(2 * h, d2, xs));
+                  *reinterpret_cast<float4*>(q) = make_float4(sc.s[h], d[2 * h], sc.s2[h], d2[2 * h]);
                 }
               }
             }
@@ -293,6 +293,24 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
         }
       };
       for_each_block(block);
+      if constexpr (S::kUsesSums) {  // the min term, after the blocks (slot kTileBlocks of the split form)
+        const uint2 sf = lds<uint2>(sums + lane * 8);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          if constexpr (!SPLIT) {
+            min_term<T, false>(regs[m], sf, acc[m]);
+          } else {
+            float mm[4];
+            min_dots<T>(regs[m], sf, mm);
+            if (t == 0) {
+#pragma unroll
+              for (int h = 0; h < 2; ++h)
+                *reinterpret_cast<float2*>(out_terms + ((m * kSlots + kTileBlocks) * kGroupRows + g + 8 * h) * TC) =
+                    make_float2(regs[m].min_scale[h], mm[2 * h]);
+            }
+          }
+        }
+      }
     }
     cur_slot = cur_slot + 1 == stages ? 0 : cur_slot + 1;
   };
@@ -314,9 +332,9 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
         if (part == 0) {
           const int m = min(lane / kGroupRows, MT - 1), j = lane % kGroupRows;
           for (int q = 0; q < parts && kt0 + r * parts + q < kt1; ++q) {
-            const float* src = buf + (warp + q) * kTermsWarp + (m * kTileBlocks * kGroupRows + j) * TC;
+            const float* src = buf + (warp + q) * kTermsWarp + (m * kSlots * kGroupRows + j) * TC;
 #pragma unroll
-            for (int b = 0; b < kTileBlocks; ++b) {
+            for (int b = 0; b < kSlots; ++b) {
               const float* v = src + b * kGroupRows * TC;
               if constexpr (TC == 1) {
                 fold_block<T>(folded, 0.0f, v[0], 0.0f, 0.0f);
@@ -420,7 +438,8 @@ void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaS
 
 template <GgmlType T>
 void launch_stream_type(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
-  MEMRA_ASSERT(args.parts >= 1 && (args.parts == 1 || args.rows_cap == 1), "matmul: split units take one row");
+  // One activation row: the kernel folds only the even outputs of a lane (block_products<T, false>).
+  MEMRA_ASSERT(args.parts >= 1 && args.rows == 1 && args.rows_cap == 1, "matmul: the streaming kernel takes one row");
   if (args.parts > 1) {
     if (args.swiglu) return launch_stream_shape<T, true, true>(args, warps, per_sm, sms, stream);
     return launch_stream_shape<T, false, true>(args, warps, per_sm, sms, stream);

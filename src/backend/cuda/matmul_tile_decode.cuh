@@ -20,6 +20,8 @@ struct TileSpec {
   // BF16 / F32 one 16-byte piece (the block exponents), the quantized types two (Q6_K's two d
   // values sit apart, at d_off + g * 4); F16 has no section.
   static constexpr int kRowBytes = (T == GgmlType::BF16 || T == GgmlType::F32) ? 16 : 32;
+  // Q4_K / Q5_K: the k-tile's min term is one more tensor-core product, of the rows' mins and the
+  // activations' block-sum fragments (F16Act::sums; matmul_order.h).
   static constexpr bool kUsesSums = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
   // Float weights also multiply the activations' low f16 parts (F16Act::frag_lo).
   static constexpr bool kUsesLo = T == GgmlType::F16 || T == GgmlType::BF16 || T == GgmlType::F32;
@@ -61,17 +63,41 @@ template <GgmlType T>
 struct TileRegs {
   uint4 row[2];  // per-row data pieces of rows g, g+8 (Q4_K/Q5_K meta, Q6_K scales; unused otherwise)
   uint4 extra[2];
+  // Q4_K / Q5_K: the min term's A fragment words of rows g, g + 8 (the f16 pair (m_t, m_t+4),
+  // matmul_order.h) and its scale -32 dmin of each row.
+  uint32_t min_a[2];
+  float min_scale[2];
 };
+
+// The shift that brings a lane's min fields to the low bits of the meta words (z, w) read as one
+// 64-bit value: fields 8 + t (bit 48 + 6t of the 96-bit field string, which starts at word y)
+// and 12 + t (24 bits above it). t = lane % 4: a constant of the lane.
+__device__ __forceinline__ int min_field_shift(int t) { return 16 + 6 * t; }
+
+// The min term's A fragment word of one row: the f16 pair (m_t, m_t+4) of its meta (matmul_order.h).
+// The two fields are 24 bits apart; a byte permute brings the upper one to bit 16, one LOP3 masks
+// both and sets the exponent of 1024 (1024 + m, exact), and 1024 comes off in f16 (exact).
+__device__ __forceinline__ uint32_t min_pair_f16(const uint4& m, int shift) {
+  const uint32_t v = static_cast<uint32_t>((static_cast<uint64_t>(m.w) << 32 | m.z) >> shift);
+  return sub_f16x2(and_or<0x003F003Fu, 0x64006400u>(__byte_perm(v, 0u, 0x4340u)), 0x64006400u);
+}
 
 // Where a lane finds its rows' data (the per-row section, weight_layout.h): piece k (16 bytes) of
 // row g at rp + k * kRowStride (the verbatim tile: rp = tile + row_data_off + g * kRowBytes), and
-// Q6_K's d pair at dp (tile + d_off + g * 4).
+// Q6_K's d pair at dp (tile + d_off + g * 4). t: the lane's index in its quad (lane % 4).
 constexpr int kRowStride = 16;
 template <GgmlType T>
-__device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t* rp, TileRegs<T>& r) {
+__device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t* rp, int t, TileRegs<T>& r) {
   if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
     r.row[0] = lds<uint4>(rp);
     r.row[1] = lds<uint4>(rp + kRowStride);
+  }
+  if constexpr (TileSpec<T>::kUsesSums) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      r.min_a[h] = min_pair_f16(r.row[h], min_field_shift(t));
+      r.min_scale[h] = __fmul_rn(f16_bits_to_float(static_cast<uint16_t>(r.row[h].x >> 16)), -32.0f);  // exact
+    }
   }
   if constexpr (T == GgmlType::Q5_K) r.extra[0] = lds<uint4>(wl + 4 * 512);
   if constexpr (T == GgmlType::Q6_K) {
@@ -100,7 +126,7 @@ __device__ __forceinline__ float k_field_plus_2p23(const uint4& m) {
 // Block scales of rows g (index 0) and g + 8 (index 1): what the epilogue multiplies D by.
 struct BlockScales {
   float s[2];       // Q4_0, Q8_0: d; K-quants: d*sc; Q6_K: d*sc of elements 0-15; F16: unused
-  float s2[2];      // Q6_K: d*sc of elements 16-31; Q4_K/Q5_K: -(dmin*m)
+  float s2[2];      // Q6_K: d*sc of elements 16-31
 };
 
 // kLop3: Q4_0/Q4_K nibbles in one LOP3 per pair (and_or) instead of the compiler's AND + OR: the same
@@ -176,15 +202,13 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint4& m = r.row[h];
-      // The scale and min of sub-block B are fields B and 8 + B. d * sc without an int-to-float
-      // conversion: fma(d, 2^23 + sc, -d 2^23) = d sc exactly (d has 11 significant bits, d sc 17:
-      // no rounding; d 2^23 is exact), the same float as d * float(sc).
+      // The scale of sub-block B is field B (its min, field 8 + B, is in the k-tile's min term:
+      // min_term). d * sc without an int-to-float conversion: fma(d, 2^23 + sc, -d 2^23) = d sc
+      // exactly (d has 11 significant bits, d sc 17: no rounding; d 2^23 is exact), the same float
+      // as d * float(sc).
       const float d = f16_bits_to_float(static_cast<uint16_t>(m.x & 0xFFFFu));
-      const float dmin = f16_bits_to_float(static_cast<uint16_t>(m.x >> 16));
       const float scf = k_field_plus_2p23<B>(m);
-      const float mf = k_field_plus_2p23<8 + B>(m);
       sc.s[h] = __fmaf_rn(d, scf, -(d * 8388608.0f));
-      sc.s2[h] = __fmaf_rn(-dmin, mf, dmin * 8388608.0f);
     }
   } else if constexpr (T == GgmlType::Q6_K) {
     const uint32_t dd = lds<uint32_t>(dp);
@@ -261,19 +285,25 @@ __device__ __forceinline__ void block_dots(const uint8_t* wl, int B, BlockFrags 
 }
 
 // How many floats a block's epilogue reads per output (the streaming kernel's split form stores
-// them): F16 the dot; one-scale types the scale and the dot; Q6_K and the K-quants with sums two
-// (scale, value) pairs.
+// them): F16 the dot; one-scale types the scale and the dot; Q6_K two (scale, dot) pairs.
 MEMRA_ORDER_HD constexpr int fold_terms(GgmlType type) {
-  return type == GgmlType::F16 ? 1 : (type == GgmlType::Q6_K || type == GgmlType::Q4_K || type == GgmlType::Q5_K) ? 4 : 2;
+  return type == GgmlType::F16 ? 1 : type == GgmlType::Q6_K ? 4 : 2;
 }
 template <GgmlType T>
 constexpr int kFoldTerms = fold_terms(T);
-static_assert(kFoldTerms<GgmlType::Q4_K> == 4 && TileSpec<GgmlType::Q4_K>::kUsesSums && !TileSpec<GgmlType::Q4_0>::kUsesSums,
-              "the K-quants with block sums fold four terms");
+// How many epilogues a k-tile folds per output: its blocks, and the K-quants' min term after them
+// (a (scale, value) pair like a block's).
+MEMRA_ORDER_HD constexpr int fold_slots(GgmlType type) {
+  return kTileBlocks + (type == GgmlType::Q4_K || type == GgmlType::Q5_K ? 1 : 0);
+}
+template <GgmlType T>
+constexpr int kFoldSlots = fold_slots(T);
+static_assert(kFoldTerms<GgmlType::Q4_K> == 2 && kFoldSlots<GgmlType::Q4_K> == kTileBlocks + 1 &&
+                  TileSpec<GgmlType::Q4_K>::kUsesSums && !TileSpec<GgmlType::Q4_0>::kUsesSums,
+              "the K-quants fold their min term as one more (scale, value) slot");
 
 // The block's epilogue for one output: c takes the block's terms in matmul_order.h's order.
-// s, v: the first scale and dot; s2, v2: the second pair (Q6_K: d*sc of 16-31 and that half's dot;
-// K-quants: -(dmin*m) and the activation block sum).
+// s, v: the first scale and dot; s2, v2: the second pair (Q6_K: d*sc of 16-31 and that half's dot).
 template <GgmlType T>
 __device__ __forceinline__ void fold_block(float& c, float s, float v, float s2, float v2) {
   if constexpr (T == GgmlType::F16) {
@@ -286,32 +316,48 @@ __device__ __forceinline__ void fold_block(float& c, float s, float v, float s2,
   }
 }
 
-// The second value of output i's block epilogue (kFoldTerms 4): Q6_K's second dot, the K-quants'
-// block sum of the output's column.
-template <GgmlType T>
-__device__ __forceinline__ float second_value(int i, const float (&d2)[4], const float2& xs) {
-  if constexpr (T == GgmlType::Q6_K) return d2[i];
-  return (i & 1) ? xs.y : xs.x;
-}
-
 // Block B's products for one m-tile and one n-tile, added to the lane's four outputs `acc` in
-// matmul_order.h's order: block_dots, then the block's epilogue (xs: the block sums of the lane's
-// two columns, K-quants).
-template <GgmlType T>
+// matmul_order.h's order: block_dots, then the block's epilogue. kOddCols false: the launch has one
+// activation row (column 0 of the n-tile), so outputs 1 and 3 (the lane's odd columns, padding in
+// every lane) are left unfolded; the even ones get the same bits either way.
+template <GgmlType T, bool kOddCols = true>
 __device__ __forceinline__ void block_products(const uint8_t* wl, int B, BlockFrags fr, const BlockScales& sc,
-                                               const uint4& bf, const uint4& bl, const float2& xs, float (&acc)[4]) {
+                                               const uint4& bf, const uint4& bl, float (&acc)[4]) {
   float d[4];
   [[maybe_unused]] float d2[4];
   block_dots<T>(wl, B, fr, bf, bl, d, d2);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
+    if (!kOddCols && (i & 1)) continue;
     const int h = i >> 1;
     if constexpr (kFoldTerms<T> == 4) {
-      fold_block<T>(acc[i], sc.s[h], d[i], sc.s2[h], second_value<T>(i, d2, xs));
+      fold_block<T>(acc[i], sc.s[h], d[i], sc.s2[h], d2[i]);
     } else {
       fold_block<T>(acc[i], sc.s[h], d[i], 0.0f, 0.0f);
     }
   }
+}
+
+// The K-quants' min term of a k-tile for one m-tile and one n-tile (matmul_order.h): M, one
+// tensor-core product of the rows' mins (A: (m_t, m_t+4) in both halves of K) and the columns'
+// block-sum fragment sf (B: the hi parts of s_t, s_t+4 2^-5 in K 2t, 2t + 1, the lo parts in
+// 2t + 8, 2t + 9: lane (g, t)'s F16Act::sums), from +0. Every product is exact (6-bit times
+// 11-bit), so M is the tensor core's sum of sum_b m_b s_b 2^-5 over the k-tile's blocks.
+template <GgmlType T>
+__device__ __forceinline__ void min_dots(const TileRegs<T>& r, uint2 sf, float (&mm)[4]) {
+  const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const uint32_t a[4] = {r.min_a[0], r.min_a[1], r.min_a[0], r.min_a[1]};
+  mma_16816(mm, a, sf.x, sf.y, zero);
+}
+// ... folded after the k-tile's blocks: acc = fma(-32 dmin, M, acc), the block epilogue's form
+// (kOddCols: as block_products).
+template <GgmlType T, bool kOddCols = true>
+__device__ __forceinline__ void min_term(const TileRegs<T>& r, uint2 sf, float (&acc)[4]) {
+  float mm[4];
+  min_dots<T>(r, sf, mm);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (kOddCols || !(i & 1)) fold_block<T>(acc[i], r.min_scale[i >> 1], mm[i], 0.0f, 0.0f);
 }
 
 }  // namespace memra::cuda
