@@ -79,8 +79,10 @@ struct Shape {
   MEMRA_ORDER_HD static constexpr int stage_bytes(int warps) { return warps * kWarpStage + kActSumBytes; }
 };
 
-// SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows).
-template <GgmlType T, int MT, int NT, bool SW, int STAGES>
+// SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows). ONE_ROW: every
+// group has at most one activation row (a.rows == 1), column 0 of the n-tile, so the lanes' odd
+// outputs are padding and are not folded (block_products); the stored outputs keep their bits.
+template <GgmlType T, int MT, int NT, bool SW, int STAGES, bool ONE_ROW = false>
 __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   using S = TileSpec<T>;
   using Sh = Shape<T, MT, NT>;
@@ -288,7 +290,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
         decode_block<T, B, (NT <= 2)>(wl, tile + S::f.row_data_off + g * kRowBytes, tile + S::f.d_off + g * 4,
                                       regs[m], fr, sc);
 #pragma unroll
-        for (int n = 0; n < NT; ++n) block_products<T>(wl, B, fr, sc, bf[n], bl[n], acc[m][n]);
+        for (int n = 0; n < NT; ++n) block_products<T, !ONE_ROW>(wl, B, fr, sc, bf[n], bl[n], acc[m][n]);
       }
     };
     for_each_block(block);
@@ -297,7 +299,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
       for (int n = 0; n < NT; ++n) {
         const uint2 sf = lds<uint2>(act + sums_off + n * kSumTileBytes + lane * 8);
 #pragma unroll
-        for (int m = 0; m < MT; ++m) min_term<T>(regs[m], sf, acc[m][n]);
+        for (int m = 0; m < MT; ++m) min_term<T, !ONE_ROW>(regs[m], sf, acc[m][n]);
       }
     }
   }
@@ -368,9 +370,10 @@ struct Config {
 // tiles were at 2 already (a k-tile's tensor-core work outlasts its loads). run() sizes the block.
 constexpr int kStages = 2;
 
-template <GgmlType T, int MT, int NT, bool SW>
+template <GgmlType T, int MT, int NT, bool SW, bool ONE_ROW = false>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
-  auto kernel = matmul_kernel<T, MT, NT, SW, kStages>;
+  MEMRA_ASSERT(!ONE_ROW || args.rows == 1, "matmul: the one-row kernel takes one row a group");
+  auto kernel = matmul_kernel<T, MT, NT, SW, kStages, ONE_ROW>;
   // The stages, then the staged rows' source rows (int64 each).
   const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps) +
                       sizeof(int64_t) * static_cast<size_t>(8 * NT) + sizeof(uint64_t) * kStages;
@@ -407,9 +410,14 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
   CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
 }
 
+// One activation row (a group of at most one row) takes the 1-n-tile shapes' ONE_ROW form: the
+// launches of a one-row step that do not stream (the output head, fused projections, the MoE
+// experts). Its own instantiation, so the 2-8-row kernels keep their code and registers.
 template <GgmlType T>
 void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStream_t stream) {
+  const bool one_row = args.rows == 1;
   if (args.swiglu) {
+    if (c.nt == 1 && one_row) return launch_shape<T, 2, 1, true, true>(args, c.warps, row_tiles, stream);
     if (c.nt == 1) return launch_shape<T, 2, 1, true>(args, c.warps, row_tiles, stream);
     if (c.nt == 8) return launch_shape<T, 2, 8, true>(args, c.warps, row_tiles, stream);
 #ifndef MEMRA_CUDASIM  // k_matmul.cu: the emulation builds the 1- and 8-n-tile shapes only
@@ -417,6 +425,7 @@ void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStrea
     if (c.nt == 4) return launch_shape<T, 2, 4, true>(args, c.warps, row_tiles, stream);
 #endif
   } else {
+    if (c.mt == 1 && c.nt == 1 && one_row) return launch_shape<T, 1, 1, false, true>(args, c.warps, row_tiles, stream);
     if (c.mt == 1 && c.nt == 1) return launch_shape<T, 1, 1, false>(args, c.warps, row_tiles, stream);
     if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
 #ifndef MEMRA_CUDASIM
