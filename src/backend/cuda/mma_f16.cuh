@@ -144,15 +144,6 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 #endif
 }
 
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-#ifdef MEMRA_CUDASIM
-  std::memcpy(dst, src, 4);
-#else
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-               "l"(src));
-#endif
-}
-
 __device__ __forceinline__ void cp_async_commit() {
 #ifndef MEMRA_CUDASIM
   asm volatile("cp.async.commit_group;\n" ::);
