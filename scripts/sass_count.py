@@ -5,7 +5,8 @@ The matmuls are issue-bound at every row count (bench/notes/pending-on-hardware.
 the per-k-tile instruction count decides a decode change before a benchmark does. This reads the
 SASS of the compiled kernel objects (no GPU needed) and prints, per kernel instantiation, the
 instructions from the stage wait before the first tensor-core instruction to the branch after the
-last one (one k-tile of one warp, the common path), with the mix by opcode.
+last one (one k-tile of one warp, the common path), with the mix by opcode, and each kernel's
+registers a thread and stack / local (spill) bytes (cuobjdump -res-usage).
 
 Usage: scripts/sass_count.py [BUILD_DIR] [--filter SUBSTRING] [--diff OTHER_BUILD_DIR]
 cuobjdump: from PATH, CUDA's bin, or `pip install nvidia-cuda-cuobjdump` (its nvidia/cu13/bin).
@@ -61,12 +62,32 @@ def kernels(build, cuobjdump):
     return out
 
 
+def resources(build, cuobjdump):
+    """{kernel name: "REG/LOCAL"}: registers a thread and local (spill) bytes, from cuobjdump -res-usage."""
+    out = {}
+    for obj in OBJS:
+        path = os.path.join(build, "CMakeFiles", "memra_cuda.dir", "src", "backend", "cuda", obj + ".cu.o")
+        if not os.path.exists(path):
+            continue
+        res = subprocess.run([cuobjdump, "-res-usage", path], capture_output=True, text=True, check=True).stdout
+        name = None
+        for line in res.splitlines():
+            m = re.search(r"Function (\S+):", line)
+            if m:
+                name = m.group(1)
+                continue
+            m = re.search(r"REG:(\d+) STACK:(\d+) .*LOCAL:(\d+)", line)
+            if m and name:
+                out[name] = (int(m.group(1)), int(m.group(2)) + int(m.group(3)))
+    return out
+
+
 def opcode(ins):
     return re.sub(r"^@!?U?P\w+\s+", "", ins).split()[0].split(".")[0]
 
 
 def label(name):
-    m = re.search(r"\d((?:matmul|moe)[a-z_]*?kernel)ILNS_8GgmlTypeE(\d+)E((?:L[ib]\d+E)*)", name)
+    m = re.search(r"\d((?:matmul|moe)[a-z_]*?kernel(?:_\d+)?)ILNS_8GgmlTypeE(\d+)E((?:L[ib]\d+E)*)", name)
     if not m:
         return name[:60]
     args = re.findall(r"L([ib])(\d+)E", m.group(3))
@@ -87,12 +108,13 @@ def k_tile(ins):
 
 def table(build, cuobjdump, flt):
     rows = {}
+    res = resources(build, cuobjdump)
     for name, ins in kernels(build, cuobjdump).items():
         if flt and flt not in name and flt not in label(name):
             continue
         kt = k_tile(ins)
         if kt:
-            rows[label(name)] = (len(ins), kt[0], kt[1])
+            rows[label(name)] = (len(ins), kt[0], kt[1], res.get(name, (0, 0)))
     return rows
 
 
@@ -106,12 +128,14 @@ def main():
     rows = table(a.build, exe, a.filter)
     other = table(a.diff, exe, a.filter) if a.diff else {}
     keys = ["HMMA", "FFMA", "LOP3", "HADD2", "HFMA2", "SHF", "PRMT", "I2FP", "FMUL", "LDS", "IMAD"]
-    print(f"{'kernel type MT,NT,SW,stages':34} {'total':>6} {'k-tile':>6}" + (f" {'other':>6}" if other else "") +
-          "  " + " ".join(keys))
+    # regs: registers a thread; stack: stack + local bytes (spills), 0 when nothing spills.
+    print(f"{'kernel type MT,NT,SW,stages[,one row]':38} {'total':>6} {'k-tile':>6}" + (f" {'other':>6}" if other else "") +
+          f" {'regs':>4} {'stack':>5}" + (f" {'other':>9}" if other else "") + "  " + " ".join(keys))
     for lab in sorted(rows):
-        total, n, mix = rows[lab]
+        total, n, mix, (reg, stack) = rows[lab]
         o = f" {other[lab][1]:6d}" if lab in other else (" " * 7 if other else "")
-        print(f"{lab:34} {total:6d} {n:6d}{o}  " + " ".join(f"{k}={mix.get(k, 0)}" for k in keys))
+        ro = f" {other[lab][3][0]:4d}/{other[lab][3][1]:<4d}" if lab in other else (" " * 10 if other else "")
+        print(f"{lab:38} {total:6d} {n:6d}{o} {reg:4d} {stack:5d}{ro}  " + " ".join(f"{k}={mix.get(k, 0)}" for k in keys))
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ constexpr bool kBulkRing = TileSpec<T>::f.tile_bytes >= 3072;
 // the launch, not the chain, is most of those 12 us); 35B-A3B tg64 B = 1 370.4 -> 380.2, where the
 // router and its shared-expert gate (2 targets, 17 row groups) now stream split.
 template <GgmlType T, bool SW, bool SPLIT>
-__global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
+__device__ __forceinline__ void matmul_stream_body(const Args& a) {
   using S = TileSpec<T>;
   constexpr int MT = SW ? 2 : 1;
   constexpr int kTileBytes = S::f.tile_bytes;
@@ -411,11 +411,30 @@ __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
   if constexpr (!kBulk) cp_async_wait<0>();
 }
 
+template <GgmlType T, bool SW, bool SPLIT>
+__global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
+  matmul_stream_body<T, SW, SPLIT>(a);
+}
+// Registers: a block holds at most 16 warps an SM (plan_stream), which fit at 128 registers a
+// thread. Q6_K's SwiGLU form gets that bound (2 blocks of 256 threads): without it ptxas took 152
+// (12 warps an SM) once its odd outputs were no longer folded; at 128 it spills 8 bytes. The other
+// forms stay below 128 unbounded, and any explicit bound (even a minimum of 1 block) moves their
+// allocation (bf16 61 -> 146 registers), so they keep the plain kernel.
+template <GgmlType T, bool SW, bool SPLIT>
+__global__ void __launch_bounds__(256, 2) matmul_stream_kernel_128(const Args a) {
+  matmul_stream_body<T, SW, SPLIT>(a);
+}
+template <GgmlType T, bool SW>
+constexpr bool kStream128 = T == GgmlType::Q6_K && SW;
+
 // Blocks: the sets, at most `per_sm` resident blocks an SM (fewer where registers allow fewer);
 // a block walks the sets past the grid.
 template <GgmlType T, bool SW, bool SPLIT>
 void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
-  auto kernel = matmul_stream_kernel<T, SW, SPLIT>;
+  auto kernel = [] {
+    if constexpr (kStream128<T, SW>) return matmul_stream_kernel_128<T, SW, SPLIT>;
+    else return matmul_stream_kernel<T, SW, SPLIT>;
+  }();
   const size_t smem = static_cast<size_t>(
       stream_smem(T, SW ? 2 : 1, args.rows_cap, args.n_kt, warps, args.segs, args.stages, args.parts).total);
   static size_t configured = 0;
