@@ -39,46 +39,47 @@ def find_cuobjdump():
     sys.exit("sass_count: no cuobjdump (install the CUDA toolkit's, or `pip install nvidia-cuda-cuobjdump`)")
 
 
+def dump_lines(build, cuobjdump, flag):
+    """The lines `cuobjdump FLAG` prints for each matmul object of BUILD that exists, in turn."""
+    for obj in OBJS:
+        path = os.path.join(build, "CMakeFiles", "memra_cuda.dir", "src", "backend", "cuda", obj + ".cu.o")
+        if os.path.exists(path):
+            yield from subprocess.run([cuobjdump, flag, path], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def by_function(lines, header):
+    """(kernel name, line) for each line after a `header` line (its group 1 the name); (name, None) at
+    the header itself."""
+    name = None
+    for line in lines:
+        m = re.search(header, line)
+        if m:
+            name = m.group(1)
+            yield name, None
+        elif name:
+            yield name, line
+
+
 def kernels(build, cuobjdump):
     """{kernel name: [(address, instruction)]} of the matmul objects of BUILD."""
     out = {}
-    for obj in OBJS:
-        path = os.path.join(build, "CMakeFiles", "memra_cuda.dir", "src", "backend", "cuda", obj + ".cu.o")
-        if not os.path.exists(path):
-            continue
-        sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, check=True).stdout
-        name = None
-        for line in sass.splitlines():
-            m = re.search(r"Function : (\S+)", line)
-            if m:
-                name = m.group(1)
-                out[name] = []
-                continue
-            m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
-            if m and name:
-                out[name].append((int(m.group(1), 16), m.group(2)))
+    for name, line in by_function(dump_lines(build, cuobjdump, "-sass"), r"Function : (\S+)"):
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line) if line else None
+        out.setdefault(name, [])
+        if m:
+            out[name].append((int(m.group(1), 16), m.group(2)))
     if not out:
         sys.exit(f"sass_count: no matmul kernel objects under {build} (build it first: README command 1)")
     return out
 
 
 def resources(build, cuobjdump):
-    """{kernel name: "REG/LOCAL"}: registers a thread and local (spill) bytes, from cuobjdump -res-usage."""
+    """{kernel name: (registers a thread, stack + local bytes)} from cuobjdump -res-usage."""
     out = {}
-    for obj in OBJS:
-        path = os.path.join(build, "CMakeFiles", "memra_cuda.dir", "src", "backend", "cuda", obj + ".cu.o")
-        if not os.path.exists(path):
-            continue
-        res = subprocess.run([cuobjdump, "-res-usage", path], capture_output=True, text=True, check=True).stdout
-        name = None
-        for line in res.splitlines():
-            m = re.search(r"Function (\S+):", line)
-            if m:
-                name = m.group(1)
-                continue
-            m = re.search(r"REG:(\d+) STACK:(\d+) .*LOCAL:(\d+)", line)
-            if m and name:
-                out[name] = (int(m.group(1)), int(m.group(2)) + int(m.group(3)))
+    for name, line in by_function(dump_lines(build, cuobjdump, "-res-usage"), r"Function (\S+):"):
+        m = re.search(r"REG:(\d+) STACK:(\d+) .*LOCAL:(\d+)", line) if line else None
+        if m:
+            out[name] = (int(m.group(1)), int(m.group(2)) + int(m.group(3)))
     return out
 
 
