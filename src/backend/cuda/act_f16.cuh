@@ -107,6 +107,9 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
   auto lo_bits = [](float v, __half hi) {
     return __half_as_ushort(__float2half_rn(__fsub_rn(v, __half2float(hi))));
   };
+  auto pack2 = [](uint16_t first, uint16_t second) {  // an f16 pair, the first in the low half
+    return static_cast<uint32_t>(first) | static_cast<uint32_t>(second) << 16;
+  };
   {
     const int b = lane / 4, t = lane % 4;
     const int64_t k0 = kt * kTileK + 32 * b + 2 * t;
@@ -115,8 +118,8 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
     for (int p = 0; p < 4; ++p) {
       const float v0 = scaled(k0 + 8 * p), v1 = scaled(k0 + 8 * p + 1);
       const __half h0 = hi_of(v0), h1 = hi_of(v1);
-      w[p] = static_cast<uint32_t>(__half_as_ushort(h0)) | static_cast<uint32_t>(__half_as_ushort(h1)) << 16;
-      lo[p] = static_cast<uint32_t>(lo_bits(v0, h0)) | static_cast<uint32_t>(lo_bits(v1, h1)) << 16;
+      w[p] = pack2(__half_as_ushort(h0), __half_as_ushort(h1));
+      lo[p] = pack2(lo_bits(v0, h0), lo_bits(v1, h1));
     }
     const int64_t at = (((n8 * a.n_kt + kt) * 8 + b) * 8 + g) * 4 + t;
     reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
@@ -143,8 +146,8 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
         hi[q] = __half_as_ushort(h);
         lo[q] = lo_bits(v, h);
       }
-      w[2 * tt] = static_cast<uint32_t>(hi[0]) | static_cast<uint32_t>(hi[1]) << 16;
-      w[2 * tt + 1] = static_cast<uint32_t>(lo[0]) | static_cast<uint32_t>(lo[1]) << 16;
+      w[2 * tt] = pack2(hi[0], hi[1]);
+      w[2 * tt + 1] = pack2(lo[0], lo[1]);
     }
     uint4* dst = reinterpret_cast<uint4*>(a.sums + ((n8 * a.n_kt + kt) * 8 + g) * 32);
     dst[0] = make_uint4(w[0], w[1], w[2], w[3]);

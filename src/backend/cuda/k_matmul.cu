@@ -172,7 +172,7 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
   a.n_sets = static_cast<int>((total_rg + r - 1) / r);
   const int64_t sms = sm_count();
   const int want = static_cast<int>(std::min<int64_t>(std::max(1, 16 / warps), (a.n_sets + sms - 1) / sms));
-  const StreamSmem base = stream_smem(type, mt, static_cast<int>(a.rows), a.n_kt, warps, segs, 0, parts);
+  const StreamSmem base = stream_smem(type, mt, a.n_kt, warps, segs, 0, parts);
   for (per_sm = want; per_sm >= 1; --per_sm) {
     const int budget = (228 << 10) / per_sm - (1 << 10);  // an SM's 228 KiB, 1 KiB reserved a block
     const int stages = std::min(kStreamMaxStages, (budget - base.total) / (warps * (base.slot + kSlotBarrierBytes)));

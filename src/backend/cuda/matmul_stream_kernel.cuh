@@ -47,15 +47,16 @@ struct StreamSmem {
 };
 // Shared memory a ring slot costs beyond its tile bytes: its barrier.
 constexpr int kSlotBarrierBytes = 8;
-MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int rows, int n_kt, int warps, int segs, int stages,
+// One activation row: its k-tiles are 512 bytes each (hi, and lo for the float types).
+MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int n_kt, int warps, int segs, int stages,
                                              int parts = 1) {
   const TileFormat f = tile_format(type);
   const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
   const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
   StreamSmem s{};
   s.act = 0;
-  s.act_lo = n_kt * rows * 512;
-  s.sums = s.act_lo + (lo ? n_kt * rows * 512 : 0);
+  s.act_lo = n_kt * 512;
+  s.sums = s.act_lo + (lo ? n_kt * 512 : 0);
   s.red = s.sums + (sums ? n_kt * kSumTileBytes : 0);
   s.terms = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
   s.ring = s.terms + (parts > 1 ? 2 * warps * mt * fold_slots(type) * kGroupRows * fold_terms(type) * 4 : 0);
@@ -118,12 +119,12 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
   const int g = lane / 4, t = lane % 4;
-  const int segs = a.segs, n_kt = a.n_kt, rc = a.rows_cap, stages = a.stages;
+  const int segs = a.segs, n_kt = a.n_kt, stages = a.stages;
   const int parts = SPLIT ? a.parts : 1;
   const int part = warp % parts, unit = warp / parts;  // unit: rg_in_set * segs + seg
   const int seg = unit % segs, rg_in_set = unit / segs;
   const int kt0 = seg * n_kt / segs, kt1 = (seg + 1) * n_kt / segs;
-  const StreamSmem L = stream_smem(T, MT, rc, n_kt, n_warps, segs, stages, parts);
+  const StreamSmem L = stream_smem(T, MT, n_kt, n_warps, segs, stages, parts);
   uint8_t* ring = smem + L.ring + warp * stages * L.slot;
   // kBulk: slot s of the ring completes on bars[s]: lane 0 arms it with the slot's bytes and
   // issues the bulk copies; every lane waits on the phase (bit s of `phases`: the phase parity it
@@ -195,13 +196,12 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   for (int s = 0; s < stages - 1; ++s) issue();
   pdl_wait();
   pdl_launch_dependents();
-  // The activation rows of every k-tile, [kt][b][row][t] (16 bytes each), the sum fragments [kt][g][t].
+  // The activation row's k-tiles, [kt][b][t] (16 bytes each), the sum fragments [kt][g][t].
   {
-    const int chunks = n_kt * rc * 32;
+    const int chunks = n_kt * 32;
     for (int c = tid; c < chunks; c += blockDim.x) {
-      const int kt = c / (rc * 32), rem = c % (rc * 32);
-      const int b = rem / (rc * 4), r = (rem / 4) % rc, tt = rem % 4;
-      const int64_t src = static_cast<int64_t>(kt) * kActTileBytes + b * 512 + r * 64 + tt * 16;
+      const int kt = c / 32, b = (c / 4) % 8, tt = c % 4;
+      const int64_t src = static_cast<int64_t>(kt) * kActTileBytes + b * 512 + tt * 16;
       cp_async16(smem + L.act + c * 16, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(smem + L.act_lo + c * 16, a.act_lo + src);
     }
@@ -214,8 +214,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
     __syncthreads();
   }
 
-  const int lane_act = min(g, rc - 1) * 64 + t * 16;  // this lane's B-fragment row (padding: the last row)
-  const int b_stride = rc * 64;
+  const int lane_act = t * 16;  // this lane's B-fragment piece: every column reads the one row (padding)
+  constexpr int b_stride = 64;
   float acc[MT][4];
 #pragma unroll
   for (int m = 0; m < MT; ++m)
@@ -248,8 +248,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
         phases ^= 1u << cur_slot;
       }
       const uint8_t* slot = ring + cur_slot * L.slot;
-      const uint8_t* act = smem + L.act + kt * (rc * 512);
-      [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * (rc * 512);
+      const uint8_t* act = smem + L.act + kt * 512;
+      [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * 512;
       [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kSumTileBytes;
       TileRegs<T> regs[MT] = {};
 #pragma unroll
@@ -384,13 +384,13 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
         auto p = [&](int s) { return red[((unit + s) * MT * 4 + m * 4 + i) * 32 + lane]; };
         return segment_tree(segs, p);
       };
+      // The one row is column 0: outputs 0 and 2 (rows g, g + 8) of the lanes t = 0.
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int lr = 2 * t + (i & 1);
+      for (int i = 0; i < 4; i += 2) {
         const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * (i >> 1);
-        if (lr >= rc || j >= tg.n_out) continue;
-        const float scale = exp2_int(a.exps[lr]);
-        float* orow = tg.out + lr * tg.out_stride;
+        if (t != 0 || j >= tg.n_out) continue;
+        const float scale = exp2_int(a.exps[0]);
+        float* orow = tg.out;
         const float v = __fmul_rn(total(0, i), scale);
         if constexpr (SW) {
           const float u = __fmul_rn(total(1, i), scale);
@@ -436,7 +436,7 @@ void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaS
     else return matmul_stream_kernel<T, SW, SPLIT>;
   }();
   const size_t smem = static_cast<size_t>(
-      stream_smem(T, SW ? 2 : 1, args.rows_cap, args.n_kt, warps, args.segs, args.stages, args.parts).total);
+      stream_smem(T, SW ? 2 : 1, args.n_kt, warps, args.segs, args.stages, args.parts).total);
   static size_t configured = 0;
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
