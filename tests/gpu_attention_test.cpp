@@ -118,11 +118,17 @@ struct StepOut {
   std::vector<int32_t> row_pos;
 };
 
+// How a rig's steps run the GPU side: qk_norm_rope then attention() (the ops the CPU is compared
+// on), the same with the output gate (sigmoid_gate_mul), or Backend::attention_block (the
+// model's call: the fused launches).
+enum class GpuPath { Pieces, PiecesGated, Block };
+
 // One model shape, a list of sequences with caches on both backends, and steps over them.
 class AttentionRig {
  public:
-  AttentionRig(Backend& gpu, const Dims& d, double tol = kAttnTol)
-      : tol_(tol),
+  AttentionRig(Backend& gpu, const Dims& d, double tol = kAttnTol, GpuPath path = GpuPath::Pieces)
+      : path_(path),
+        tol_(tol),
         d_(d),
         cfg_(make_config(d)),
         s_(make_shape(d)),
@@ -240,13 +246,23 @@ class AttentionRig {
     be.set_step(plan);
     DevFloats dq(be, q), dk(be, k), dv(be, v);
     DevFloats dout(be, std::vector<float>(static_cast<size_t>(plan.n_rows() * o_row()), NAN));
-    be.qk_norm_rope(dq.get(), dk.get(), qn.vec(), kn.vec(), s_, kEps);
-    be.attention(kLayer, dq.get(), dk.get(), dv.get(), dout.get(), s_);
+    const int hd = s_.head_dim;
+    if (&be == &gpu_ && path_ == GpuPath::Block) {
+      Backend::AttnGate gate;
+      if (d_.gated) gate = {dq.get() + hd, q_row(), 2 * hd};
+      be.attention_block(kLayer, dq.get(), dk.get(), dv.get(), qn.vec(), kn.vec(), kEps, gate, dout.get(), s_);
+    } else {
+      be.qk_norm_rope(dq.get(), dk.get(), qn.vec(), kn.vec(), s_, kEps);
+      be.attention(kLayer, dq.get(), dk.get(), dv.get(), dout.get(), s_);
+      if (&be == &gpu_ && path_ == GpuPath::PiecesGated && d_.gated)
+        be.sigmoid_gate_mul(dout.get(), dq.get() + hd, plan.n_rows(), s_.n_head, hd, q_row(), 2 * hd);
+    }
     std::vector<float> out = dout.download();
     if (k_after) *k_after = dk.download();
     return out;
   }
 
+  GpuPath path_;
   double tol_;  // per (row, head) relative L2 against the CPU
   Dims d_;
   ModelConfig cfg_;  // before the caches, which keep a reference to it
@@ -309,6 +325,43 @@ TEST(GpuAttentionBatchInvariance, RowsBitIdenticalAloneAndInBatch) {
   MEMRA_GPU_OR_SKIP(gpu);
   check_invariance(*gpu, k9B);
   check_invariance(*gpu, kTiny);
+}
+
+// Backend::attention_block on the GPU (norm + rope appending k and v, the attention's merge applying
+// the gate: two launches) gives the bits of its pieces (qk_norm_rope, attention() with its own
+// kv_append, sigmoid_gate_mul): the outputs, the k rows and every cache byte, in decode and
+// prefill steps of several sequences, f16 and 8-bit caches, gated and ungated shapes.
+void check_block_is_pieces(Backend& gpu, const Dims& d) {
+  AttentionRig pieces(gpu, d, kAttnTol, GpuPath::PiecesGated), block(gpu, d, kAttnTol, GpuPath::Block);
+  const std::vector<int32_t> depths = {0, 1, 127, 300};
+  for (AttentionRig* rig : {&pieces, &block})
+    for (size_t i = 0; i < depths.size(); ++i) rig->add_sequence(depths[i], 60 + i);
+  const std::vector<std::vector<Part>> steps = {
+      {{0, 1}}, {{1, 1}, {2, 1}, {3, 1}, {0, 1}}, {{2, 9}, {0, 1}}, {{3, 130}, {1, 2}}, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}};
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const StepOut a = pieces.step(steps[k], 70 + k, true, false), b = block.step(steps[k], 70 + k, true, false);
+    const std::string what = std::string(d.name) + " step " + std::to_string(k);
+    ASSERT_EQ(a.gpu.size(), b.gpu.size());
+    EXPECT_EQ(std::memcmp(a.gpu.data(), b.gpu.data(), a.gpu.size() * sizeof(float)), 0) << what << ": output";
+    ASSERT_EQ(a.gpu_k.size(), b.gpu_k.size());
+    EXPECT_EQ(std::memcmp(a.gpu_k.data(), b.gpu_k.data(), a.gpu_k.size() * sizeof(float)), 0) << what << ": k";
+  }
+  for (size_t i = 0; i < depths.size(); ++i) {
+    const int s = static_cast<int>(i);
+    ASSERT_EQ(pieces.pos(s), block.pos(s));
+    for (const bool v : {false, true})
+      EXPECT_EQ(test::read_kv_rows(gpu, pieces.gpu_seq(s), kLayer, pieces.pos(s), v),
+                test::read_kv_rows(gpu, block.gpu_seq(s), kLayer, block.pos(s), v))
+          << d.name << " sequence " << s << (v ? " V" : " K") << " cache bytes";
+  }
+}
+
+TEST(GpuAttentionBlock, FusedLaunchesGiveThePiecesBits) {
+  MEMRA_GPU_OR_SKIP(gpu);
+  const Dims ungated{"hd128-ungated", 8, 2, 128, 128, false, 1e6f};
+  for (const Dims& d : {k9B, kTiny, ungated}) check_block_is_pieces(*gpu, d);
+  auto q8 = gpu_with_kv(GgmlType::Q8_0);
+  for (const Dims& d : {k9B, ungated}) check_block_is_pieces(*q8, d);
 }
 
 // A model whose KV rows do not split into 64-value pieces gets a clear error, not an abort.

@@ -31,6 +31,14 @@ void Backend::swiglu(const WeightRef& gate, const WeightRef& up, MatmulInput x, 
   silu_mul(act, u, act, rows * gate.n_out);
 }
 
+void Backend::attention_block(int layer, float* q, float* k, const float* v, const VecRef& q_norm,
+                              const VecRef& k_norm, float eps, const AttnGate& gate, float* out, const AttnShape& s) {
+  qk_norm_rope(q, k, q_norm, k_norm, s, eps);
+  attention(layer, q, k, v, out, s);
+  if (gate.x != nullptr)
+    sigmoid_gate_mul(out, gate.x, plan().n_rows(), s.n_head, s.head_dim, gate.row_stride, gate.head_stride);
+}
+
 void Backend::argmax(const float* logits, int64_t rows, int64_t n, int32_t* out_host) {
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t r = 0; r < rows; ++r) {

@@ -209,6 +209,17 @@ class Backend : public DeviceMemory {
   // out[r, h*hd + i] *= sigmoid(gate[r*gate_row_stride + h*gate_head_stride + i])
   virtual void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,
                                 int64_t gate_row_stride, int gate_head_stride) = 0;
+  // A gated attention's output gate, in sigmoid_gate_mul's terms (x null: no gate).
+  struct AttnGate {
+    const float* x = nullptr;
+    int64_t row_stride = 0;
+    int head_stride = 0;
+  };
+  // The attention mixer between its projections, on the plan's rows: qk_norm_rope(q, k), attention()
+  // (k and v appended to the layer's cache), then sigmoid_gate_mul(out, gate) when gate.x is set.
+  // Backends may fuse the pieces; q, k, out and the cache are then the pieces' bit for bit.
+  virtual void attention_block(int layer, float* q, float* k, const float* v, const VecRef& q_norm,
+                               const VecRef& k_norm, float eps, const AttnGate& gate, float* out, const AttnShape& s);
 
   // ---- Gated DeltaNet ----
   // Causal depthwise conv (kernel taps w[ch*K + j]) over each sequence's rows with its conv state

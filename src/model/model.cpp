@@ -13,8 +13,8 @@ namespace memra {
 const char* forward_phase_name(ForwardPhase phase) {
   switch (phase) {
     case ForwardPhase::Embed: return "embed + first norm";
-    case ForwardPhase::AttentionProjections: return "attention: projections + norm/rope";
-    case ForwardPhase::AttentionCore: return "attention: KV append + attend + gate + out";
+    case ForwardPhase::AttentionProjections: return "attention: projections";
+    case ForwardPhase::AttentionCore: return "attention: norm/rope + KV append + attend + gate + out";
     case ForwardPhase::DeltaNetProjections: return "deltanet: projections";
     case ForwardPhase::DeltaNetCore: return "deltanet: conv + delta rule + gated norm + out";
     case ForwardPhase::Ffn: return "ffn (norm, gate/up, down)";
@@ -87,13 +87,13 @@ void Model::attention_mixer(const LayerWeights& L, int layer, MatmulInput xn, fl
   float* v = be.scratch(rows * kv_cols);
   const Backend::MatmulOut qkv[3] = {{&L.attn.wq, q}, {&L.attn.wk, k}, {&L.attn.wv, v}};
   be.matmul_multi(xn, rows, qkv, 3);
-  be.qk_norm_rope(q, k, L.attn.q_norm, L.attn.k_norm, s, c.rms_eps);
   mark(observer, ForwardPhase::AttentionProjections);
   const int64_t attn_cols = static_cast<int64_t>(c.n_head) * c.head_dim;
   float* attn = be.scratch(rows * attn_cols);
-  be.attention(layer, q, k, v, attn, s);
   // The gate of head h sits right after its query in the projection: [q_h | gate_h].
-  if (c.attn_gated) be.sigmoid_gate_mul(attn, q + c.head_dim, rows, c.n_head, c.head_dim, q_cols, 2 * c.head_dim);
+  Backend::AttnGate gate;
+  if (c.attn_gated) gate = {q + c.head_dim, q_cols, 2 * c.head_dim};
+  be.attention_block(layer, q, k, v, L.attn.q_norm, L.attn.k_norm, c.rms_eps, gate, attn, s);
   be.matmul(L.attn.wo, attn, x, rows, 0, /*accumulate=*/true);
   mark(observer, ForwardPhase::AttentionCore);
 }

@@ -573,8 +573,8 @@ void CudaBackend::qk_norm_rope(float* q, float* k, const VecRef& q_norm, const V
                      stream_);
 }
 
-void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
-                            const AttnShape& s) {
+// The cache rows the step appends match the kernels' row layout (SequenceCache checks the rest).
+void CudaBackend::check_kv_rows(const AttnShape& s) const {
   const int kv_dim = s.n_head_kv * s.head_dim;
   MEMRA_ASSERT(kv_type_ != GgmlType::Q8_0 || kv_dim % 64 == 0, "8-bit KV rows of {} values (SequenceCache checks)",
                kv_dim);
@@ -585,13 +585,36 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
     MEMRA_ASSERT(seq.cache->kv_row_bytes == row_bytes, "KV cache rows of {} bytes, kernels expect {}",
                  seq.cache->kv_row_bytes, row_bytes);
   }
+}
+
+void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
+                            const AttnShape& s) {
+  check_kv_rows(s);
   {
     OpProfiler::Scope prof(profiler_, "kv_append", 0);
-    cuda::kv_append(layer, k, v, step_, step_.n_rows, kv_dim, kv_type_, stream_);
+    cuda::kv_append(layer, k, v, step_, step_.n_rows, s.n_head_kv * s.head_dim, kv_type_, stream_);
   }
   OpProfiler::Scope prof(profiler_, "attention", 0);
   float* work = scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
   cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, work, stream_);
+}
+
+// Two launches instead of four: the norm + rope launch appends k and v, the attention's merge
+// applies the gate.
+void CudaBackend::attention_block(int layer, float* q, float* k, const float* v, const VecRef& q_norm,
+                                  const VecRef& k_norm, float eps, const AttnGate& gate, float* out,
+                                  const AttnShape& s) {
+  MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
+  check_kv_rows(s);
+  {
+    OpProfiler::Scope prof(profiler_, "qk_norm_rope+kv_append", 0);
+    cuda::qk_norm_rope_append(layer, q, k, v, q_norm.data, k_norm.data, inv_freq(s.n_rot, s.rope_theta), step_,
+                              step_.n_rows, s, eps, kv_type_, stream_);
+  }
+  OpProfiler::Scope prof(profiler_, gate.x ? "attention+gate" : "attention", 0);
+  float* work = scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
+  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, work, stream_,
+                  cuda::AttnOutGate{gate.x, gate.row_stride, gate.head_stride});
 }
 
 void CudaBackend::sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim,

@@ -55,6 +55,8 @@ class CudaBackend final : public Backend {
   void qk_norm_rope(float* q, float* k, const VecRef& q_norm, const VecRef& k_norm, const AttnShape& s,
                     float eps) override;
   void attention(int layer, const float* q, const float* k, const float* v, float* out, const AttnShape& s) override;
+  void attention_block(int layer, float* q, float* k, const float* v, const VecRef& q_norm, const VecRef& k_norm,
+                       float eps, const AttnGate& gate, float* out, const AttnShape& s) override;
   void sigmoid_gate_mul(float* out, const float* gate, int64_t rows, int n_head, int head_dim, int64_t gate_row_stride,
                         int gate_head_stride) override;
 
@@ -81,6 +83,7 @@ class CudaBackend final : public Backend {
   // its token, else converted now into step scratch.
   F16Act activation(MatmulInput x, int64_t rows, int64_t cols);
   const float* inv_freq(int n_rot, float theta);
+  void check_kv_rows(const AttnShape& s) const;
 
   cudaStream_t stream_ = nullptr;
   std::string device_name_;

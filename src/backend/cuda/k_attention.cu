@@ -1,6 +1,9 @@
 // Causal attention of each row's query heads over its sequence's KV cache (keys 0..pos), f16 or
 // 8-bit, read through the sequence's block table (step/kv_blocks.h).
 //
+// A gated attention's output gate (AttnOutGate) is applied by kernel 2 as it writes a row: the bits
+// of sigmoid_gate_mul on that row, one launch fewer.
+//
 // Exactness: a row's keys are cut into splits of kSplit keys counted from key 0, so the splits of
 // a row depend only on its own position. Kernel 1 runs one block per (row, kv head, head group,
 // split); it reads each K/V row of the split once for all query heads of its group and writes the
@@ -324,7 +327,7 @@ template <int HD>
 __global__ void __launch_bounds__(kCombineThreads)
     attention_combine_kernel(const DeviceStep step, int64_t row0, int n_head, int max_splits,
                              const float* __restrict__ part_o, const float* __restrict__ part_ml,
-                             float* __restrict__ out) {
+                             float* __restrict__ out, const AttnOutGate gate) {
   pdl_enter();
   constexpr int kCols = HD / 4;  // float4 columns of a head
   constexpr int kParts = kCombineThreads / kCols;
@@ -381,7 +384,13 @@ __global__ void __launch_bounds__(kCombineThreads)
       s.x = __fadd_rn(s.x, x.x), s.y = __fadd_rn(s.y, x.y), s.z = __fadd_rn(s.z, x.z), s.w = __fadd_rn(s.w, x.w);
       lt = __fadd_rn(lt, pl[p]);
     }
-    dst[col] = make_float4(__fdiv_rn(s.x, lt), __fdiv_rn(s.y, lt), __fdiv_rn(s.z, lt), __fdiv_rn(s.w, lt));
+    float4 o = make_float4(__fdiv_rn(s.x, lt), __fdiv_rn(s.y, lt), __fdiv_rn(s.z, lt), __fdiv_rn(s.w, lt));
+    if (gate.x != nullptr) {  // sigmoid_gate_mul's product, on the value it would have read back
+      const float* g = gate.x + row * gate.row_stride + static_cast<int64_t>(h) * gate.head_stride + 4 * col;
+      o = make_float4(__fmul_rn(o.x, sigmoid(g[0])), __fmul_rn(o.y, sigmoid(g[1])), __fmul_rn(o.z, sigmoid(g[2])),
+                      __fmul_rn(o.w, sigmoid(g[3])));
+    }
+    dst[col] = o;
   }
 }
 
@@ -413,6 +422,7 @@ struct LaunchArgs {
   float* part_ml;
   float* out;
   cudaStream_t stream;
+  AttnOutGate gate;
 };
 
 template <int HD, int GB>
@@ -426,7 +436,7 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
          a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
   launch(attention_combine_kernel<HD>, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step,
-         row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out);
+         row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out, a.gate);
   CUDA_LAUNCH_CHECK();
 }
 
@@ -450,7 +460,7 @@ int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows,
 }
 
 void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, GgmlType kv_type,
-               float* out, float* work, cudaStream_t stream) {
+               float* out, float* work, cudaStream_t stream, const AttnOutGate& gate) {
   MEMRA_ASSERT(kv_type == GgmlType::F16 || kv_type == GgmlType::Q8_0, "CUDA KV cache type");
   MEMRA_ASSERT(kv_type == GgmlType::F16 || (s.n_head_kv * s.head_dim) % 64 == 0, "8-bit KV rows: kv_dim % 64");
   if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256)
@@ -468,7 +478,7 @@ void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows
   const int64_t group = rows_per_launch(step, n_rows, s);
   const int64_t o_floats = group * s.n_head * max_splits * s.head_dim;
   LaunchArgs a{kv_type == GgmlType::Q8_0, layer, q, &step, &s, static_cast<int>(max_splits), work, work + o_floats,
-               out, stream};
+               out, stream, gate};
   // Groups run one after another on the stream, so they can share the work buffer.
   for (int64_t row0 = 0; row0 < n_rows; row0 += group) {
     const int64_t rows = std::min(group, n_rows - row0);

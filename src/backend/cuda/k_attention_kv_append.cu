@@ -7,8 +7,7 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/kv_cache_q8.h"
-#include "step/kv_blocks.h"
+#include "backend/cuda/kv_append.cuh"
 
 namespace memra::cuda {
 namespace {
@@ -25,11 +24,7 @@ __device__ __forceinline__ AppendRow append_row(int layer, const float* k, const
                                                 int kv_dim, int64_t row_bytes) {
   const int64_t r = blockIdx.x;
   const bool is_v = blockIdx.y != 0;
-  const int64_t slot = static_cast<int64_t>(layer) * step.n_seqs + step.row_seq[r];
-  const int32_t p = step.positions[r];
-  uint8_t* block = step.kv_blocks[slot][p / kKvBlock];
-  const int64_t row = (is_v ? kKvBlock : 0) + p % kKvBlock;
-  return AppendRow{(is_v ? v : k) + r * kv_dim, block + row * row_bytes};
+  return AppendRow{(is_v ? v : k) + r * kv_dim, kv_cache_row(step, layer, r, is_v, row_bytes)};
 }
 
 __global__ void __launch_bounds__(kAppendThreads)
@@ -45,10 +40,10 @@ __global__ void __launch_bounds__(kAppendThreads)
     __half2* d2 = reinterpret_cast<__half2*>(dst);
     for (int i = threadIdx.x; i < kv_dim / 2; i += kAppendThreads) {
       const float2 x = s2[i];
-      d2[i] = __halves2half2(__float2half_rn(x.x), __float2half_rn(x.y));
+      d2[i] = __halves2half2(kv_f16(x.x), kv_f16(x.y));
     }
   } else {
-    for (int i = threadIdx.x; i < kv_dim; i += kAppendThreads) dst[i] = __float2half_rn(src[i]);
+    for (int i = threadIdx.x; i < kv_dim; i += kAppendThreads) dst[i] = kv_f16(src[i]);
   }
 }
 
@@ -61,14 +56,8 @@ __global__ void __launch_bounds__(kAppendThreads)
   const float* src = a.src;
   uint8_t* row = a.dst;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  for (int b = warp; b < kv_dim / 32; b += kAppendThreads / kWarp) {  // warp-uniform
-    const float x = src[b * 32 + lane];
-    const float amax = warp_max(fabsf(x));
-    const float inv = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-    const int code = max(-127, min(127, __float2int_rn(__fmul_rn(x, inv))));
-    row[b * 32 + lane] = static_cast<uint8_t>(static_cast<int8_t>(code));
-    if (lane == 0) reinterpret_cast<__half*>(row + kv_dim)[b] = __float2half_rn(__fdiv_rn(amax, 127.0f));
-  }
+  for (int b = warp; b < kv_dim / 32; b += kAppendThreads / kWarp)  // warp-uniform
+    kv_q8_block(row, kv_dim, b, src[b * 32 + lane]);
 }
 
 }  // namespace

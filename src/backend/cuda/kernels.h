@@ -115,6 +115,11 @@ void gather_rows(const float* x, const int32_t* src_rows_dev, int64_t n, int64_t
 // inv_freq: n_rot/2 floats (theta^(-2i/n_rot), computed on the host in double, rounded once).
 void qk_norm_rope(float* q, float* k, const float* q_norm, const float* k_norm, const float* inv_freq,
                   const DeviceStep& step, int64_t n_rows, const AttnShape& s, float eps, cudaStream_t stream);
+// qk_norm_rope, then kv_append of the k rows it made and of v: the same q, k and cache bytes in one
+// launch.
+void qk_norm_rope_append(int layer, float* q, float* k, const float* v, const float* q_norm, const float* k_norm,
+                         const float* inv_freq, const DeviceStep& step, int64_t n_rows, const AttnShape& s, float eps,
+                         GgmlType kv_type, cudaStream_t stream);
 // Writes k, v (f32 rows) into each sequence's f16 cache of `layer` at the rows' positions.
 void kv_append(int layer, const float* k, const float* v, const DeviceStep& step, int64_t n_rows, int kv_dim,
                GgmlType kv_type, cudaStream_t stream);
@@ -123,8 +128,15 @@ void kv_append(int layer, const float* k, const float* v, const DeviceStep& step
 // `work` is scratch of attention_work_floats() floats.
 int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows, const AttnShape& s);
 // kv_type: F16, or Q8_0 for the 8-bit cache (kv_cache_q8.h; n_head_kv * head_dim % 64 == 0).
+// gate.x set: out[r, h*hd + i] *= sigmoid(gate.x[r*row_stride + h*head_stride + i]) as the rows are
+// written (sigmoid_gate_mul's bits).
+struct AttnOutGate {
+  const float* x = nullptr;
+  int64_t row_stride = 0;
+  int head_stride = 0;
+};
 void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, GgmlType kv_type,
-               float* out, float* work, cudaStream_t stream);
+               float* out, float* work, cudaStream_t stream, const AttnOutGate& gate = {});
 
 // ---- Gated DeltaNet ----
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
