@@ -350,6 +350,13 @@ __global__ void __launch_bounds__(kCombineThreads)
   }
   const float* ml = part_ml + lrh * max_splits * 2;
   const float4* po_src = reinterpret_cast<const float4*>(part_o + lrh * max_splits * HD);
+  const int col = threadIdx.x % kCols, part = threadIdx.x / kCols;
+  // The gate's values, loaded now: their round trip overlaps the merge (part 0 writes the row).
+  float4 g = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (gate.x != nullptr && part == 0) {
+    const float* gx = gate.x + row * gate.row_stride + static_cast<int64_t>(h) * gate.head_stride + 4 * col;
+    g = make_float4(gx[0], gx[1], gx[2], gx[3]);
+  }
 
   float m = -INFINITY;  // max is exact, so its reduction order does not matter
   for (int j = threadIdx.x; j < n_splits; j += kCombineThreads) m = fmaxf(m, ml[2 * j]);
@@ -360,7 +367,6 @@ __global__ void __launch_bounds__(kCombineThreads)
 #pragma unroll
   for (int w = 1; w < kCombineThreads / kWarp; ++w) m = fmaxf(m, red[w]);
 
-  const int col = threadIdx.x % kCols, part = threadIdx.x / kCols;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   float l = 0.0f;
   for (int j = part; j < n_splits; j += kParts) {
@@ -385,11 +391,9 @@ __global__ void __launch_bounds__(kCombineThreads)
       lt = __fadd_rn(lt, pl[p]);
     }
     float4 o = make_float4(__fdiv_rn(s.x, lt), __fdiv_rn(s.y, lt), __fdiv_rn(s.z, lt), __fdiv_rn(s.w, lt));
-    if (gate.x != nullptr) {  // sigmoid_gate_mul's product, on the value it would have read back
-      const float* g = gate.x + row * gate.row_stride + static_cast<int64_t>(h) * gate.head_stride + 4 * col;
-      o = make_float4(__fmul_rn(o.x, sigmoid(g[0])), __fmul_rn(o.y, sigmoid(g[1])), __fmul_rn(o.z, sigmoid(g[2])),
-                      __fmul_rn(o.w, sigmoid(g[3])));
-    }
+    if (gate.x != nullptr)  // sigmoid_gate_mul's product, on the value it would have read back
+      o = make_float4(__fmul_rn(o.x, sigmoid(g.x)), __fmul_rn(o.y, sigmoid(g.y)), __fmul_rn(o.z, sigmoid(g.z)),
+                      __fmul_rn(o.w, sigmoid(g.w)));
     dst[col] = o;
   }
 }
