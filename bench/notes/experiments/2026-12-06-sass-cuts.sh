@@ -17,10 +17,14 @@
 # over one call's 600 s).
 set -u
 PART=${1:-all}
+# Session 27: "new" here is session 26's binary (.gpu/s26.xz, f7f3d77: the kernels this script is
+# about); main's bundle (session 27's launch fusions on top, same bits) only supplies the libraries
+# and the op tests. Carry .gpu/bundle.tar.xz, .gpu/old.xz and .gpu/s26.xz.
 mkdir -p /tmp/g /tmp/o && tar xJf .gpu/bundle.tar.xz -C /tmp/g && xz -dc .gpu/old.xz > /tmp/o/memra && chmod +x /tmp/o/memra
+xz -dc .gpu/s26.xz > /tmp/o/s26 && chmod +x /tmp/o/s26
 export LD_LIBRARY_PATH=/tmp/g/lib MEMRA_GPU_TEST_DIR=/tmp/gt
 mkdir -p /tmp/gt
-N=/tmp/g/bin/memra O=/tmp/o/memra
+N=/tmp/o/s26 O=/tmp/o/memra
 {
 $N --version; $O --version
 IDS=$(seq -s, 100 140)
