@@ -8,7 +8,8 @@
 # the last main measured on the H200 (.gpu/old.xz). Carry all three (~33 MB).
 # Part 1 (~5 min): 9B Q4_0 logits N vs S vs N with the conv apart (identical expected), then
 # tg32 @ d512 at B = 1 / 16 / 64 and pp512 for O, S, N, N0 (= N, MEMRA_CUDA_GDN_CONV=0), two rounds,
-# then N's --verify-exact at B = 4 / 16 / 64 and N's per-op profile at B = 1.
+# then N's --verify-exact at B = 4 / 16 / 64, N's per-op profile at B = 1, and the launch-chain
+# probe (bench/probes/launch_chain.cu: us a kernel boundary by grid size and PDL mode).
 # Part 2 (~5 min): the GPU tests of the fused pieces, 2B Q4_0 tg128 S / N / N0, 35B-A3B Q4_0 (30 GDN
 # and 10 attention layers) tg32 B = 1 / 16 S / N, N's --verify-exact there.
 set -u
@@ -41,6 +42,8 @@ if [ "$PART" = 1 ]; then
   $N bench -m /tmp/9b.gguf --device cuda -p 0 -n 32 -b 4,16,64 -d 512 -r 1 --ctx 8192 --verify-exact 2>&1 | grep -E 'differ|tg32' | cut -c1-170
   MEMRA_CUDA_PROFILE=1 $N bench -m /tmp/9b.gguf --device cuda -p 0 -n 32 -b 1 -d 512 -r 1 --ctx 8192 2>&1 | grep -A40 cuda-profile > $OUT/profile-b1-s27.txt
   head -30 $OUT/profile-b1-s27.txt
+  # What one kernel boundary costs in a replayed graph (bench/probes/launch_chain.cu), ~20 s.
+  nvcc -O3 -arch=sm_90 -std=c++17 bench/probes/launch_chain.cu -o /tmp/launch_chain && /tmp/launch_chain | tee $OUT/launch-chain.txt
 else
   /tmp/g/bin/memra_tests --gtest_filter='GpuAttentionBlock.*:GpuModel.ConvInsideTheDeltaNetCoreIsBitIdentical:GpuDeltaNet*:GpuOps.DeltaNet:GpuOps.Attention:GpuAttentionBatchInvariance.*' 2>&1 | grep -E "FAILED|PASSED|Failure|OK \]"
   $N synth --arch qwen35 --shape 2b --type q4_0 -o /tmp/2b.gguf >/dev/null 2>&1
