@@ -62,8 +62,8 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   # The model tests again with each knob the other way: programmatic dependent launch off
-  # (MEMRA_CUDA_PDL, on by default), the Gated DeltaNet conv as its own launch (MEMRA_CUDA_GDN_CONV).
-  for knob in MEMRA_CUDA_PDL=0 MEMRA_CUDA_GDN_CONV=0; do
+  # (MEMRA_CUDA_PDL, on by default).
+  for knob in MEMRA_CUDA_PDL=0; do
     echo "== GPU model tests with $knob"
     env "$knob" "$BUILD/memra_tests" --gtest_filter="GpuModel*:GpuSampling*-GpuModel.Synth9b*$excl" --gtest_brief=1 2>&1 \
       | sed "s/^\[  FAILED  \]/[  FAILED  ] ($knob)/" | tee -a "$WORK/gpu-tests.log"
@@ -92,13 +92,13 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -d "$DEPTHS" -r "$REPS" --ctx 8192 --jsonl "$JSONL" \
       | tee -a "$MD"
     # The knobs the other way, measured against the rows above (rows marked with the knob):
-    # programmatic dependent launch off, one-row matmul units not split, the Gated DeltaNet conv as
-    # its own launch (the Q4_0 models); the 8-bit KV cache at depth.
+    # programmatic dependent launch off, one-row matmul units not split (the Q4_0 models); the
+    # 8-bit KV cache at depth.
     [ "$3" = q4_0 ] || { echo >> "$MD"; continue; }
     MEMRA_CUDA_KV=q8_0 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS" --ctx 8192 \
       --jsonl "$JSONL.kv-q8" | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| tg128 /| tg128 kv-q8 /' \
       | tee -a "$MD"
-    for variant in "no-pdl MEMRA_CUDA_PDL=0" "no-split MEMRA_CUDA_STREAM_PARTS=1" "conv-apart MEMRA_CUDA_GDN_CONV=0"; do
+    for variant in "no-pdl MEMRA_CUDA_PDL=0" "no-split MEMRA_CUDA_STREAM_PARTS=1"; do
       set -- $variant
       tag=$1
       shift

@@ -163,7 +163,6 @@ struct Switch {
   bool CudaOptions::*option;
 };
 constexpr Switch kPdl{"MEMRA_CUDA_PDL", &CudaOptions::pdl};
-constexpr Switch kGdnConv{"MEMRA_CUDA_GDN_CONV", &CudaOptions::gdn_conv_in_core};
 
 // Logits with CUDA switches all off or all on over `base` (the run's options): prefill, decode one
 // token at a time, and decode steps of B = 2, 5 and 11 sequences of different lengths (several
@@ -216,14 +215,6 @@ TEST(GpuModel, ProgrammaticDependentLaunchIsBitIdentical) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();
   expect_knobs_change_no_bits({kPdl});
-}
-
-// The Gated DeltaNet decode core running the short conv itself (9B shapes: d 128, 4 taps, two value
-// heads a key head, so the reader counts decide who writes the q / k conv state).
-TEST(GpuModel, ConvInsideTheDeltaNetCoreIsBitIdentical) {
-  MEMRA_GPU_OR_SKIP(gpu);
-  gpu.reset();
-  expect_knobs_change_no_bits({kGdnConv});
 }
 
 // Decode B sequences together and each alone: every logits row must match bit for bit.

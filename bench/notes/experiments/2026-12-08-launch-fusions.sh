@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Ran (part 1) on the H200 in session 27: bench/results/2026-12-05-0155-h200-s27-launch-fusions-1.log.
+# The conv inside the core measured slower at every B and was deleted (its patch:
+# 2026-12-05-gdn-conv-in-core.patch), so N0 below now means N (the knob is gone).
 # Device-call script for session 27's launch fusions (all the same bits by construction):
 #   db15c15 the Gated DeltaNet decode core runs the short conv itself (MEMRA_CUDA_GDN_CONV, default 1;
 #           0 = the separate conv launch, so one binary measures both),

@@ -46,19 +46,6 @@ __device__ __forceinline__ float block_max(float v, float* shared) {
   return block_reduce(v, shared, 0.0f, [](float x) { return warp_max(x); });
 }
 
-// *p += v as one acquire-release read-modify-write at device scope: the caller's earlier accesses
-// happen before it, and it sees every earlier such add's accesses (the counts of "the last block
-// of a group does the group's final work"). Returns the old value.
-__device__ __forceinline__ int atomic_add_acq_rel(int* p, int v) {
-#ifdef MEMRA_CUDASIM
-  return atomicAdd(p, v);  // one host thread runs every block
-#else
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-#endif
-}
-
 __device__ __forceinline__ float silu(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }
 __device__ __forceinline__ float sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
 

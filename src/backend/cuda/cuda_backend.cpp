@@ -73,10 +73,6 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   set_pdl_enabled(options.pdl);
   set_stream_parts(options.stream_parts);
   kv_type_ = options.kv_type;
-  if (options.gdn_conv_in_core) {
-    CUDA_CHECK(cudaMalloc(&gdn_conv_readers_, kGdnReaderSlots * sizeof(int)));
-    CUDA_CHECK(cudaMemsetAsync(gdn_conv_readers_, 0, kGdnReaderSlots * sizeof(int), stream_));
-  }
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
     fail("MEMRA_CUDA_KV={} is not a CUDA KV cache type: use f16 or q8_0", quant::type_name(kv_type_));
   if (options.profile) {
@@ -93,7 +89,6 @@ CudaBackend::~CudaBackend() {
   for (auto& [k, p] : inv_freq_) cudaFree(p);
   cudaFree(arena_);
   cudaFree(act_slot_);
-  cudaFree(gdn_conv_readers_);
   cudaFree(step_dev_);
   cudaFreeHost(step_host_);
   for (int i = 0; i < 2; ++i) {
@@ -633,13 +628,6 @@ void CudaBackend::deltanet(int layer, const float* mixed, const float* z, const 
                            float* y, const GdnShape& s, float eps) {
   MEMRA_ASSERT(ssm_a.n == s.n_v && dt_bias.n == s.n_v && norm_w.n == s.d);
   const int channels = s.conv_channels();
-  MEMRA_ASSERT(conv_w.n == static_cast<int64_t>(channels) * s.conv_kernel);
-  if (gdn_conv_readers_ != nullptr && cuda::deltanet_conv_fused(step_, s)) {
-    OpProfiler::Scope prof(profiler_, "deltanet_core+conv", 0);
-    cuda::deltanet_core(layer, mixed, z, beta_raw, alpha_raw, ssm_a.data, dt_bias.data, norm_w.data, y, s, eps, step_,
-                        nullptr, stream_, conv_w.data, gdn_conv_readers_);
-    return;
-  }
   float* conv = scratch(static_cast<size_t>(step_.n_rows) * channels);
   {
     OpProfiler::Scope prof(profiler_, "conv1d_silu", 0);

@@ -122,9 +122,6 @@ class CudaBackend final : public Backend {
   } norm_form_;
   uint64_t norm_tokens_ = 0;  // tokens handed out so far
   GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
-  // MEMRA_CUDA_GDN_CONV: the decode core's own conv, with its reader counts (kGdnReaderSlots ints,
-  // zero between launches; null when the option is off).
-  int* gdn_conv_readers_ = nullptr;
   uint8_t* act_slot_ = nullptr;
   size_t act_slot_bytes_ = 0;
   F16Act act_slot(int64_t rows, int64_t cols);

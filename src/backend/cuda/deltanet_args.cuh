@@ -18,7 +18,7 @@ namespace memra::cuda {
 
 struct CoreArgs {
   int layer;
-  const float* conv_out;  // rows x (2*n_k*d + n_v*d): q | k | v (the conv's input when conv_w is set)
+  const float* conv_out;  // rows x (2*n_k*d + n_v*d): q | k | v
   const float* z;         // rows x n_v*d
   const float* beta_raw;  // Separate: rows x n_v; GroupedBA: rows x 2*n_v (b and a)
   const float* alpha_raw; // Separate: rows x n_v; unused for GroupedBA
@@ -30,10 +30,6 @@ struct CoreArgs {
   GdnHeadMap head_map;
   GdnGateLayout gate_layout;
   float eps;
-  // The decode core's own conv (k_deltanet.cu, deltanet_conv_fused): the taps, [C][K], and the
-  // per (sequence, key head) reader counts. Null: conv_out is the conv's output.
-  const float* conv_w = nullptr;
-  int* conv_readers = nullptr;
 };
 
 // The recurrent state between tokens (CacheShape::ssm_type): float32, or bf16 (BF16) rounded to
@@ -110,9 +106,6 @@ __device__ __forceinline__ void gdn_gates(const CoreArgs& p, int64_t row, int h,
   beta = sigmoid(b);
   decay = expf(p.ssm_a[h] * softplus(a + p.dt_bias[h]));
 }
-
-// How many value heads read each key head.
-__device__ __forceinline__ int key_head_group(const CoreArgs& p) { return p.n_v / p.n_k; }
 
 // The key head that value head h reads q and k from.
 __device__ __forceinline__ int key_head_of(const CoreArgs& p, int h) {

@@ -21,21 +21,6 @@ namespace {
 
 constexpr int kConvThreads = 128;
 
-// One row of a channel's causal conv + SiLU: win[0..K-2] holds the K-1 inputs before x, oldest
-// first; x slides in (win[K-1]), the taps are summed in tap order (as the spec sums) and the window
-// moves on by one. Every conv in this file (the two conv kernels, the decode core's own) runs this,
-// so an output's bits do not depend on which kernel computed it.
-template <int K>
-__device__ __forceinline__ float conv_silu_step(const float (&taps)[K], float (&win)[K], float x) {
-  win[K - 1] = x;
-  float acc = 0.0f;
-#pragma unroll
-  for (int j = 0; j < K; ++j) acc = fmaf(taps[j], win[j], acc);
-#pragma unroll
-  for (int j = 0; j < K - 1; ++j) win[j] = win[j + 1];
-  return silu(acc);
-}
-
 // Rows [t_begin, t_end) of one channel through its K-wide window (win[0..K-2]: the K-1 values
 // before t_begin, oldest first; on return the K-1 values before t_end). Rows are read kAhead at a
 // time before any of them is written: x may be out, so the compiler cannot move a load above the
@@ -54,7 +39,13 @@ __device__ __forceinline__ void conv_rows(const float* x, float* out, int64_t ro
 #pragma unroll
     for (int u = 0; u < kAhead; ++u) {
       if (t0 + u >= t_end) break;
-      out[(row0 + t0 + u) * channels + ch] = conv_silu_step<K>(taps, win, xs[u]);
+      win[K - 1] = xs[u];
+      float acc = 0.0f;
+#pragma unroll
+      for (int j = 0; j < K; ++j) acc = fmaf(taps[j], win[j], acc);  // tap order, as the spec sums
+      out[(row0 + t0 + u) * channels + ch] = silu(acc);
+#pragma unroll
+      for (int j = 0; j < K - 1; ++j) win[j] = win[j + 1];
     }
   }
 }
@@ -157,22 +148,6 @@ __device__ __forceinline__ float4 fma4(float a, float4 b, float4 c) {
   return make_float4(fmaf(a, b.x, c.x), fmaf(a, b.y, c.y), fmaf(a, b.z, c.z), fmaf(a, b.w, c.w));
 }
 
-// One row of the decode core's conv for channel kind `kind` (0 q, 1 k, 2 v) at column c: the
-// thread's taps and window from shared memory, conv_silu_step, the window back.
-template <int K, int KH, int D>
-__device__ __forceinline__ float conv_slot(const float (&taps)[3 * K][D], float (&wins)[3 * KH][D], int kind, int c,
-                                           float x) {
-  float tp[K], win[K];
-#pragma unroll
-  for (int j = 0; j < K; ++j) tp[j] = taps[kind * K + j][c];
-#pragma unroll
-  for (int j = 0; j < K - 1; ++j) win[j] = wins[kind * KH + j][c];
-  const float y = conv_silu_step<K>(tp, win, x);
-#pragma unroll
-  for (int j = 0; j < K - 1; ++j) wins[kind * KH + j][c] = win[j];
-  return y;
-}
-
 // One block per (value head h = blockIdx.x, sequence = blockIdx.y), kThreads threads.
 //
 // The head's state S (D x D, row i = key dim, column j = value dim, row-major) is processed in
@@ -195,41 +170,8 @@ __device__ __forceinline__ float conv_slot(const float (&taps)[3 * K][D], float 
 // when every thread has finished the state update of the previous row; red2 is written after
 // S2 and read before S4; s_delta is written between S3 and S4 and read after S4; red3 is read
 // after S5 and rewritten only after the next row's S1.
-//
-// K > 0 (deltanet_conv_fused): p.conv_out holds the conv's input rows and the kernel runs the K-tap
-// conv + SiLU itself (conv_silu_step, so the conv1d_silu kernel's bits), before each row's norms.
-// Thread c < D owns column c of the q, k and v channels' taps and windows (shared memory only that
-// thread touches, except v's, which a later column tile's thread reads after barriers).
-// The v channels are this block's alone: it reads and writes their state. The value heads of one
-// key head all read its q and k state and compute the same new one: each block counts itself in
-// p.conv_readers[seq * n_k + kh] once its reads are done, and the last of them writes the state
-// and returns the counter to zero (a write before another block's read would change its bits).
-template <int D, int TW, bool BF16, int K>
+template <int D, int TW, bool BF16>
 __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(CoreArgs p, DeviceStep step) {
-  constexpr bool kConv = K > 0;
-  static_assert(K == 0 || (K >= 2 && K <= kMaxConvKernel), "conv window");
-  constexpr int KH = kConv ? K - 1 : 1;  // conv history rows
-  // [taps q, k, v][column], [windows q, k, v][column], [q, k history as read][column]
-  __shared__ float s_taps[kConv ? 3 * K : 1][kConv ? D : 1];
-  __shared__ float s_win[kConv ? 3 * KH : 1][kConv ? D : 1];
-  __shared__ float s_hist[kConv ? 2 * KH : 1][kConv ? D : 1];
-  __shared__ int s_last_reader;
-  // Channel offsets within a row of C channels (C < 2^31: the host's conv_channels() is an int).
-  const int C = (2 * p.n_k + p.n_v) * D;
-  const int kh = key_head_of(p, static_cast<int>(blockIdx.x));
-  const int q_off = kh * D, k_off = (p.n_k + kh) * D, v_off = (2 * p.n_k + static_cast<int>(blockIdx.x)) * D;
-  if constexpr (kConv) {
-    // The taps are weights (no kernel writes them): loaded while the previous kernel ends.
-    const int c = static_cast<int>(threadIdx.x);
-    if (c < D) {
-#pragma unroll
-      for (int j = 0; j < K; ++j) {
-        s_taps[j][c] = p.conv_w[static_cast<int64_t>(q_off + c) * K + j];
-        s_taps[K + j][c] = p.conv_w[static_cast<int64_t>(k_off + c) * K + j];
-        s_taps[2 * K + j][c] = p.conv_w[static_cast<int64_t>(v_off + c) * K + j];
-      }
-    }
-  }
   pdl_enter();
   constexpr int NT = D / TW;          // column tiles
   constexpr int CG = TW / 4;          // float4 column groups per tile
@@ -247,20 +189,6 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
   const int64_t row0 = step.seq_row0[seq];
   void* const S_g = step.ssm[p.layer * step.n_seqs + seq];
   const int64_t S_at = static_cast<int64_t>(h) * D * D;  // the head's first element
-  float* const conv_state = kConv ? step.conv[p.layer * step.n_seqs + seq] : nullptr;  // [K-1][C]
-  int ticket = 0;  // thread 0: how many of the key head's value heads had read its q / k state before
-  if constexpr (kConv) {
-    if (tid < D) {
-#pragma unroll
-      for (int j = 0; j < KH; ++j) {
-        s_hist[j][tid] = conv_state[j * C + q_off + tid];
-        s_hist[KH + j][tid] = conv_state[j * C + k_off + tid];
-        s_win[2 * KH + j][tid] = conv_state[j * C + v_off + tid];
-      }
-    }
-    // The reads are done (their values used) by the first row's barriers; the block counts itself
-    // after its last row, so the count's round trip overlaps the state's store.
-  }
 
   __shared__ __align__(16) float s_q[D];
   __shared__ __align__(16) float s_k[D];
@@ -269,7 +197,12 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
   __shared__ float s_red1[kWarps][3];
   __shared__ float s_red3[kWarps][1];
 
+  const int kh = key_head_of(p, h);
+  const int64_t C = static_cast<int64_t>(2 * p.n_k + p.n_v) * D;
   const int64_t Y = static_cast<int64_t>(p.n_v) * D;  // z and y row stride
+  const int64_t q_off = static_cast<int64_t>(kh) * D;
+  const int64_t k_off = static_cast<int64_t>(p.n_k + kh) * D;
+  const int64_t v_off = static_cast<int64_t>(2 * p.n_k + h) * D;
   const float nw = tid < D ? p.norm_w[tid] : 0.0f;  // thread tid < D normalizes column tid
 
   for (int tile = 0; tile < NT; ++tile) {
@@ -279,12 +212,6 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
     for (int m = 0; m < RPT; ++m)
       S[m] = load_state4<BF16>(S_g, S_at + static_cast<int64_t>(rg * RPT + m) * D + col0);
 
-    if constexpr (kConv) {  // each tile runs the q / k conv again from the state as read
-      if (tid < D) {
-#pragma unroll
-        for (int j = 0; j < 2 * KH; ++j) s_win[j][tid] = s_hist[j][tid];
-      }
-    }
     for (int t = 0; t < n; ++t) {
       const int64_t row = row0 + t;
       const float* crow = p.conv_out + row * C;
@@ -292,16 +219,9 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
       if (tid < D) {
         qx = crow[q_off + tid];
         kx = crow[k_off + tid];
-        if constexpr (kConv) {
-          qx = conv_slot<K, KH, D>(s_taps, s_win, 0, tid, qx);
-          kx = conv_slot<K, KH, D>(s_taps, s_win, 1, tid, kx);
-        }
         if constexpr (NT == 1) zj = p.z[row * Y + static_cast<int64_t>(h) * D + tid];
       }
-      if (tid < TW) {
-        vj = crow[v_off + tile * TW + tid];
-        if constexpr (kConv) vj = conv_slot<K, KH, D>(s_taps, s_win, 2, tile * TW + tid, vj);
-      }
+      if (tid < TW) vj = crow[v_off + tile * TW + tid];
       float beta, decay;
       gdn_gates(p, row, h, beta, decay);
 
@@ -376,35 +296,9 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 1 : 2) deltanet_kernel(Co
       }
     }
 
-    if constexpr (kConv) {
-      if (tile == NT - 1 && tid == 0) ticket = atomic_add_acq_rel(&p.conv_readers[seq * p.n_k + kh], 1);
-    }
 #pragma unroll
     for (int m = 0; m < RPT; ++m)
       store_state4<BF16>(S_g, S_at + static_cast<int64_t>(rg * RPT + m) * D + col0, S[m]);
-    if constexpr (kConv) {  // the tile's v channels: this block's alone
-      if (tid < TW) {
-#pragma unroll
-        for (int j = 0; j < KH; ++j) conv_state[j * C + v_off + tile * TW + tid] = s_win[2 * KH + j][tile * TW + tid];
-      }
-    }
-  }
-
-  if constexpr (kConv) {
-    // The q / k state: written by the last value head of the key head to have read it.
-    if (tid == 0) {
-      const bool last = ticket == key_head_group(p) - 1;
-      if (last) p.conv_readers[seq * p.n_k + kh] = 0;  // read again only by a later launch
-      s_last_reader = last;
-    }
-    __syncthreads();
-    if (s_last_reader && tid < D) {
-#pragma unroll
-      for (int j = 0; j < KH; ++j) {
-        conv_state[j * C + q_off + tid] = s_win[j][tid];
-        conv_state[j * C + k_off + tid] = s_win[KH + j][tid];
-      }
-    }
   }
 
   if constexpr (NT > 1) {
@@ -433,24 +327,16 @@ constexpr int tile_width() {
   return 32;
 }
 
-template <int D, int K = 0>
+template <int D>
 void launch_core(const CoreArgs& args, const DeviceStep& step, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(args.n_v), static_cast<unsigned>(step.n_seqs));
   if (step.ssm_bf16)
-    launch(deltanet_kernel<D, tile_width<D>(), true, K>, grid, kThreads, 0, stream, args, step);
+    launch(deltanet_kernel<D, tile_width<D>(), true>, grid, kThreads, 0, stream, args, step);
   else
-    launch(deltanet_kernel<D, tile_width<D>(), false, K>, grid, kThreads, 0, stream, args, step);
+    launch(deltanet_kernel<D, tile_width<D>(), false>, grid, kThreads, 0, stream, args, step);
 }
-
-// The shape the decode core runs its own conv for: the Qwen3.5 / Qwen3-Next one (d 128, 4 taps).
-constexpr int kFusedConvD = 128, kFusedConvK = 4;
 
 }  // namespace
-
-bool deltanet_conv_fused(const DeviceStep& step, const GdnShape& s) {
-  return !deltanet_prompt_form(step, s) && s.d == kFusedConvD && s.conv_kernel == kFusedConvK &&
-         int64_t{step.n_seqs} * s.n_k <= kGdnReaderSlots;
-}
 
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
                  const DeviceStep& step, cudaStream_t stream) {
@@ -472,8 +358,7 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
 
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, const DeviceStep& step, float* work, cudaStream_t stream, const float* conv_w,
-                   int* readers) {
+                   float eps, const DeviceStep& step, float* work, cudaStream_t stream) {
   MEMRA_ASSERT(s.n_k > 0 && s.n_v > 0 && s.n_v % s.n_k == 0, "value heads must be a multiple of key heads");
   MEMRA_ASSERT(s.d >= 32 && s.d <= 256 && s.d % 32 == 0, "GDN head size must be a multiple of 32 up to 256");
   MEMRA_ASSERT(layer >= 0 && step.n_seqs >= 0 && step.n_seqs <= 65535);
@@ -494,14 +379,6 @@ void deltanet_core(int layer, const float* conv_out, const float* z, const float
   args.head_map = s.head_map;
   args.gate_layout = s.gate_layout;
   args.eps = eps;
-  if (conv_w != nullptr) {
-    MEMRA_ASSERT(readers != nullptr && deltanet_conv_fused(step, s), "deltanet: the core's own conv for this step");
-    args.conv_w = conv_w;
-    args.conv_readers = readers;
-    launch_core<kFusedConvD, kFusedConvK>(args, step, stream);
-    CUDA_LAUNCH_CHECK();
-    return;
-  }
   if (deltanet_prompt_form(step, s)) {
     deltanet_prompt(args, work, step, stream);
     return;

@@ -147,17 +147,9 @@ void conv1d_silu(int layer, const float* x, const float* w, float* out, int chan
 // bits in three launches); `work` is then scratch of deltanet_work_floats() floats (else unused).
 constexpr int kGdnPromptFormMinRows = 8;
 int64_t deltanet_work_floats(const DeviceStep& host_step_shape, const GdnShape& s);
-// The decode form can run the short conv itself (conv1d_silu's bits, one launch a layer fewer):
-// where deltanet_conv_fused() holds, deltanet_core may be handed the conv's input rows as conv_out
-// with the taps as conv_w and `readers`, kGdnReaderSlots ints of device memory that start at zero
-// and that every launch leaves at zero (the value heads of a key head count who has read its q / k
-// conv state; the last one writes the new state). conv_w null: conv_out is conv1d_silu's output.
-constexpr int64_t kGdnReaderSlots = int64_t{1} << 16;
-bool deltanet_conv_fused(const DeviceStep& host_step_shape, const GdnShape& s);
 void deltanet_core(int layer, const float* conv_out, const float* z, const float* beta_raw, const float* alpha_raw,
                    const float* ssm_a, const float* dt_bias, const float* norm_w, float* y, const GdnShape& s,
-                   float eps, const DeviceStep& step, float* work, cudaStream_t stream, const float* conv_w = nullptr,
-                   int* readers = nullptr);
+                   float eps, const DeviceStep& step, float* work, cudaStream_t stream);
 
 // ---- measurement ----
 // Median bandwidth (bytes/s) of a read-only streaming kernel over `bytes` of device memory.
