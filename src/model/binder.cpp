@@ -69,6 +69,7 @@ WeightRef TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_
          "q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k)",
          file_.path(), name, info.name);
   WeightRef w;
+  w.name = name;  // before the upload: its notices and errors name the tensor
   w.type = t.type;
   w.n_in = n_in;
   w.n_out = n_out;
@@ -84,7 +85,6 @@ WeightRef TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_
     if (it != file_order_.end() && ++it != file_order_.end()) file_.prefetch(**it);
   }
   backend_.upload_matrix(w, file_.tensor_data(t));
-  w.name = name;
   model_.total_weight_bytes_ += t.n_bytes;
   used_.push_back(name);
   progress(t.n_bytes);
