@@ -26,6 +26,19 @@ struct AppendArgs {
   DeviceStep step;
 };
 
+// One head's head_dim values (src: global or shared memory) into their place in a cache row of
+// kv_dim values, by the whole warp.
+template <Append kAppend>
+__device__ __forceinline__ void append_head(uint8_t* row, int64_t kv_dim, int head, int head_dim, const float* src) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  if constexpr (kAppend == Append::Q8) {
+    for (int b = 0; b < head_dim / 32; ++b) kv_q8_block(row, kv_dim, head * (head_dim / 32) + b, src[b * 32 + lane]);
+  } else {
+    __half* dst = reinterpret_cast<__half*>(row) + static_cast<int64_t>(head) * head_dim;
+    for (int i = lane; i < head_dim; i += kWarp) dst[i] = kv_f16(src[i]);
+  }
+}
+
 // Warps walk the items of a row: its query heads, its key heads, then (when appending) its value
 // heads, which are only copied into the cache.
 template <Append kAppend>
@@ -48,13 +61,7 @@ __global__ void __launch_bounds__(kNormRopeWarps* kWarp)
   if (kAppends && hh >= n_head + n_head_kv) {  // a value head: into the cache as it is
     const int vh = hh - n_head - n_head_kv;
     const float* src = app.v + r * kv_dim + static_cast<int64_t>(vh) * head_dim;
-    uint8_t* row = kv_cache_row(app.step, app.layer, r, true, row_bytes);
-    if constexpr (kAppend == Append::Q8) {
-      for (int b = 0; b < head_dim / 32; ++b) kv_q8_block(row, kv_dim, vh * (head_dim / 32) + b, src[b * 32 + lane]);
-    } else {
-      __half* dst = reinterpret_cast<__half*>(row) + static_cast<int64_t>(vh) * head_dim;
-      for (int i = lane; i < head_dim; i += kWarp) dst[i] = kv_f16(src[i]);
-    }
+    append_head<kAppend>(kv_cache_row(app.step, app.layer, r, true, row_bytes), kv_dim, vh, head_dim, src);
     return;
   }
   const bool is_q = hh < n_head;
@@ -95,14 +102,7 @@ __global__ void __launch_bounds__(kNormRopeWarps* kWarp)
   for (int i = n_rot + lane; i < head_dim; i += kWarp) x[i] = h[i];
   if (!kAppends || is_q) return;
   __syncwarp();  // every lane's final values in h
-  const int kvh = hh - n_head;
-  uint8_t* row = kv_cache_row(app.step, app.layer, r, false, row_bytes);
-  if constexpr (kAppend == Append::Q8) {
-    for (int b = 0; b < head_dim / 32; ++b) kv_q8_block(row, kv_dim, kvh * (head_dim / 32) + b, h[b * 32 + lane]);
-  } else {
-    __half* dst = reinterpret_cast<__half*>(row) + static_cast<int64_t>(kvh) * head_dim;
-    for (int i = lane; i < head_dim; i += kWarp) dst[i] = kv_f16(h[i]);
-  }
+  append_head<kAppend>(kv_cache_row(app.step, app.layer, r, false, row_bytes), kv_dim, hh - n_head, head_dim, h);
 }
 
 template <Append kAppend>
