@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in session 27 (bench/results/2026-12-05-0253-h200-s27-ncu-attention-*.txt, without --clock-control none then).
 # Device-call script: why decode attention reads a long cache at ~2.0 TB/s (B = 1, depth 32767:
 # 67 us a 9B layer, GpuAttentionPerf; issue 10 wants depth 32768 within 10% of depth 0). Nsight
 # Compute on one steady attention_split_kernel launch and one combine launch of that case: the
@@ -14,7 +15,7 @@ export LD_LIBRARY_PATH=/tmp/g/lib
 # GpuAttentionPerf runs 7 cases of 3 warm-up + 20 timed calls; the third case (B = 1, depth 32767)
 # starts at launch 46 of each kernel: skip its warm-up too.
 for k in attention_split_kernel attention_combine; do
-  ncu --kernel-name "regex:$k" --launch-skip 49 --launch-count 1 \
+  ncu --clock-control none --kernel-name "regex:$k" --launch-skip 49 --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
     --section MemoryWorkloadAnalysis --section SchedulerStats \
     /tmp/g/bin/memra_tests --gtest_filter='GpuAttentionPerf.DecodeCostByDepth' 2>&1 | tee "$OUT/ncu-$k.txt" | tail -60

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran in session 27: -1.3% at depth 32000, flat elsewhere, same bits: not landed (bench/results/2026-12-05-0252-h200-s27-attn-v-prefetch.log).
 # Device-call script for 2026-12-07-attention-v-prefetch.patch (decode attention's V rows copied
 # into shared memory by cp.async at the split kernel's start, f16 cache; same bits by construction).
 # Prepare here (the patch on main, the patched memra beside the bundle's libraries):
