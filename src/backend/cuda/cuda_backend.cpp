@@ -582,6 +582,10 @@ void CudaBackend::check_kv_rows(const AttnShape& s) const {
   }
 }
 
+float* CudaBackend::attention_work(const AttnShape& s) {
+  return scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
+}
+
 void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
                             const AttnShape& s) {
   check_kv_rows(s);
@@ -590,8 +594,7 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
     cuda::kv_append(layer, k, v, step_, step_.n_rows, s.n_head_kv * s.head_dim, kv_type_, stream_);
   }
   OpProfiler::Scope prof(profiler_, "attention", 0);
-  float* work = scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
-  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, work, stream_);
+  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, attention_work(s), stream_);
 }
 
 // Two launches instead of four: the norm + rope launch appends k and v, the attention's merge
@@ -607,8 +610,7 @@ void CudaBackend::attention_block(int layer, float* q, float* k, const float* v,
                               step_.n_rows, s, eps, kv_type_, stream_);
   }
   OpProfiler::Scope prof(profiler_, gate.x ? "attention+gate" : "attention", 0);
-  float* work = scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
-  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, work, stream_,
+  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, attention_work(s), stream_,
                   cuda::AttnOutGate{gate.x, gate.row_stride, gate.head_stride});
 }
 

@@ -84,6 +84,7 @@ class CudaBackend final : public Backend {
   F16Act activation(MatmulInput x, int64_t rows, int64_t cols);
   const float* inv_freq(int n_rot, float theta);
   void check_kv_rows(const AttnShape& s) const;
+  float* attention_work(const AttnShape& s);  // the split partials' scratch for this step
 
   cudaStream_t stream_ = nullptr;
   std::string device_name_;
