@@ -169,6 +169,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
   const bool bulk_acts = !grouped && rows_here >= 2;
 
   // k-tile kt of the segment goes to stage (kt - kt0) % STAGES.
+  const uint64_t wpol = weight_read_policy();  // the weights' L2 policy: evict_first
   auto issue_weights = [&](int kt) {
     if (kt >= kt1) return;
     if (lane != 0) return;
@@ -181,8 +182,9 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     mbarrier_arrive_expect(bars + stage, n_tiles * S::f.tile_bytes);
 #pragma unroll
     for (int m = 0; m < MT; ++m)
-      if (wtile[m]) bulk_copy(dst + m * S::f.tile_bytes, wtile[m] + static_cast<int64_t>(kt) * a.tile_bytes,
-                              S::f.tile_bytes, bars + stage);
+      if (wtile[m])
+        bulk_copy_hint(dst + m * S::f.tile_bytes, wtile[m] + static_cast<int64_t>(kt) * a.tile_bytes, S::f.tile_bytes,
+                       bars + stage, wpol);
   };
   // Ungrouped from 2 rows: one bulk copy an n-tile (4 KiB, [b][g][t]: the staged layout), its lo and sums,
   // completing on the stage's barrier (thread 0 is warp 0's lane 0: issue_weights, always called

@@ -160,6 +160,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   int is_set = kt0 + part < kt1 ? static_cast<int>(blockIdx.x) : a.n_sets, is_kt = kt0 + part, is_slot = 0;
   const uint8_t* is_w[MT];
   unit_tiles(is_set, is_w);
+  const uint64_t wpol = weight_read_policy();  // the weights' L2 policy: evict_first
   auto issue = [&]() {
     if (is_set < a.n_sets) {
       uint8_t* dst = ring + is_slot * L.slot;
@@ -170,7 +171,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
           mbarrier_arrive_expect(bar, MT * kTileBytes);
 #pragma unroll
           for (int m = 0; m < MT; ++m)
-            bulk_copy(dst + m * kTileBytes, is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes, kTileBytes, bar);
+            bulk_copy_hint(dst + m * kTileBytes, is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes, kTileBytes, bar,
+                           wpol);
         }
       } else {
 #pragma unroll
@@ -178,7 +180,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
           if (!is_w[m]) continue;
           const uint8_t* src = is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes;
 #pragma unroll
-          for (int c = lane; c < kTileBytes / 16; c += 32) cp_async16(dst + m * kTileBytes + c * 16, src + c * 16);
+          for (int c = lane; c < kTileBytes / 16; c += 32)
+            cp_async16_hint(dst + m * kTileBytes + c * 16, src + c * 16, wpol);
         }
       }
       is_kt += parts;
