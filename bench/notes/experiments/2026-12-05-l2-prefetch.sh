@@ -5,7 +5,8 @@
 # core, 4: ffn_down after the SwiGLU, 8: the next layer's projections after ffn_down; default 15)
 # and MEMRA_EXP_PREFETCH_LAST=1 (the prefetched lines under an L2 evict_last policy); and
 # MEMRA_EXP_EVICT_FIRST=1: every matmul's weight copies under an L2 evict_first policy.
-# Carry .gpu/bundle.tar.xz (libraries) and .gpu/pf.xz. ~6 min.
+# Carry .gpu/bundle.tar.xz (libraries) and .gpu/pf.xz. ~3 min. Ran in session 28: every prefetch size
+# lost (bench/results/2026-12-05-0540-h200-s28-l2-prefetch.log); evict_first landed (d924ea6).
 set -u
 mkdir -p /tmp/g /tmp/p && tar xJf .gpu/bundle.tar.xz -C /tmp/g && xz -dc .gpu/pf.xz > /tmp/p/memra && chmod +x /tmp/p/memra
 export LD_LIBRARY_PATH=/tmp/g/lib
