@@ -143,9 +143,9 @@ __host__ __device__ constexpr int rs_dup_mask() {
 
 // One block per (row of the group, kv head x head group, split). GB query heads share the block.
 // part_o: [rows][n_head][max_splits][HD]; part_ml: [rows][n_head][max_splits][2] (max, sum).
-// 3 blocks an SM (ptxas: 80 registers and 24-40 bytes of stack, was 104 at 2): Nsight found the
-// kernel register-bound at 2 (25% occupancy); measured 9B B = 64 depth 4096 +2%, B = 16 +1%, flat
-// at B = 1 and depth 32000 (bench/results/2026-12-05-0412-h200-s28-attn-combine-slices.log).
+// 3 blocks an SM (ptxas: at most 80 registers, 24-40 bytes of stack at GB = 4, which took 104 at 2):
+// Nsight found the kernel register-bound at 2 (25% occupancy); measured 9B B = 64 depth 4096 +2%,
+// B = 16 +1%, flat at B = 1 and depth 32000 (bench/results/2026-12-05-0412-h200-s28-attn-combine-slices.log).
 template <int HD, int GB, bool Q8>
 __global__ void __launch_bounds__(kAttnThreads, 3)
     attention_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0, int n_head,
