@@ -159,7 +159,7 @@ __device__ __forceinline__ uint64_t weight_read_policy() {
 __device__ __forceinline__ void cp_async16_hint(void* dst, const void* src, uint64_t pol) {
 #ifdef MEMRA_CUDASIM
   (void)pol;
-  std::memcpy(dst, src, 16);
+  cp_async16(dst, src);
 #else
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(
                    static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
