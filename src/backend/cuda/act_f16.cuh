@@ -96,6 +96,8 @@ __device__ __forceinline__ int64_t act_stage_first_chunk() { return static_cast<
 //         (hi(s_t 2^-5), hi(s_t+4 2^-5)) and (lo(..), lo(..)), lo = f16(s_b 2^-5 - hi): exact
 //         steps but the two roundings, so hi + lo carries ~22 bits of s_b. The 2^-5 keeps
 //         |s_b| < 32 * 2^15 inside f16's range.
+//   bias_sums: the same for v_b = the warp_sum of o_l times element 32b + l (o_l = 1032 for
+//         l % 16 < 8, else 72: Q4_0's code offsets plus its bias 8, matmul_order.h), as v_b 2^-14.
 template <typename Elem>
 __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
                                                int64_t kt, float* out_row) {
@@ -125,33 +127,48 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
     reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
     reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
-  float s[kTileBlocks];
+  float s[kTileBlocks], v[kTileBlocks];
+  const float offset = (lane & 8) ? 72.0f : 1032.0f;
 #pragma unroll
   for (int b = 0; b < kTileBlocks; ++b) {
     const int64_t k = kt * kTileK + 32 * b + lane;
     s[b] = __half2float(hi_of(scaled(k)));
+    v[b] = __fmul_rn(s[b], offset);  // exact: 11 significant bits times 8 (1032) or 4 (72)
     if (out_row != nullptr && valid && k < cols) out_row[k] = elem(k);
   }
+  // Only the sums some uploaded weight type reads (a null array is skipped: uniform branches).
+  if (a.sums != nullptr) {
 #pragma unroll
-  for (int b = 0; b < kTileBlocks; ++b) s[b] = warp_sum(s[b]);
+    for (int b = 0; b < kTileBlocks; ++b) s[b] = warp_sum(s[b]);
+  }
+  if (a.bias_sums != nullptr) {
+#pragma unroll
+    for (int b = 0; b < kTileBlocks; ++b) v[b] = warp_sum(v[b]);
+  }
   if (lane == 0) {
-    uint32_t w[8];
+    // The 8 pairs (hi, lo) of the blocks' sums times `scale` (a power of two: exact) in lane
+    // (g, t) order, as the min term's B fragments take them.
+    auto store = [&](const float (&sum)[kTileBlocks], float scale, uint8_t* dst_base) {
+      uint32_t w[8];
 #pragma unroll
-    for (int tt = 0; tt < 4; ++tt) {
-      uint16_t hi[2], lo[2];
+      for (int tt = 0; tt < 4; ++tt) {
+        uint16_t hi[2], lo[2];
 #pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        const float v = __fmul_rn(s[tt + 4 * q], 0.03125f);  // exact: a power of two
-        const __half h = hi_of(v);
-        hi[q] = __half_as_ushort(h);
-        lo[q] = lo_bits(v, h);
+        for (int q = 0; q < 2; ++q) {
+          const float x = __fmul_rn(sum[tt + 4 * q], scale);
+          const __half h = hi_of(x);
+          hi[q] = __half_as_ushort(h);
+          lo[q] = lo_bits(x, h);
+        }
+        w[2 * tt] = pack2(hi[0], hi[1]);
+        w[2 * tt + 1] = pack2(lo[0], lo[1]);
       }
-      w[2 * tt] = pack2(hi[0], hi[1]);
-      w[2 * tt + 1] = pack2(lo[0], lo[1]);
-    }
-    uint4* dst = reinterpret_cast<uint4*>(a.sums + ((n8 * a.n_kt + kt) * 8 + g) * 32);
-    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+      uint4* dst = reinterpret_cast<uint4*>(dst_base + ((n8 * a.n_kt + kt) * 8 + g) * 32);
+      dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+      dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    };
+    if (a.sums != nullptr) store(s, 0.03125f, a.sums);
+    if (a.bias_sums != nullptr) store(v, 1.0f / 16384.0f, a.bias_sums);
   }
 }
 

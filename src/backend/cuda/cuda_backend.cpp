@@ -184,6 +184,7 @@ void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
     fail("weight {}: {} rows of {} values are not whole 256-value super-blocks (corrupt file?)", w.name,
          quant::type_name(w.type), w.n_in);
   DevWeight dw = plan_layout(w.type, w.n_in, w.n_out, w.n_mat);
+  if (has_min_term(dw.type)) (min_term_reads_bias_sums(dw.type) ? act_bias_sums_ : act_sums_) = true;
   if (dw.type != w.type) {
     static std::vector<GgmlType> told;  // one notice per type
     auto bits_per_weight = [](GgmlType t) {
@@ -428,7 +429,8 @@ F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols) {
   a.n_kt = k_tiles(cols);
   a.frag = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
   a.frag_lo = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
-  a.sums = reinterpret_cast<uint8_t*>(scratch(act_f16_sums_bytes(rows, cols) / sizeof(float)));
+  set_act_sums(a, reinterpret_cast<uint8_t*>(scratch(act_f16_sums_bytes(rows, cols) / sizeof(float))),
+               reinterpret_cast<uint8_t*>(scratch(act_f16_sums_bytes(rows, cols) / sizeof(float))));
   a.exps = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
   act_f16(x, a, stream_);
   return a;
@@ -453,7 +455,7 @@ uint64_t CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int6
 F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   const size_t frag = (act_f16_frag_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
   const size_t sums = (act_f16_sums_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
-  const size_t need = 2 * frag + sums + static_cast<size_t>(rows) * 4;
+  const size_t need = 2 * frag + 2 * sums + static_cast<size_t>(rows) * 4;
   if (need > act_slot_bytes_) {
     MEMRA_ASSERT(!capturing_, "activation slot grew during graph capture");
     drop_graphs();  // recorded steps write the old slot
@@ -467,8 +469,8 @@ F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   a.n_kt = k_tiles(cols);
   a.frag = act_slot_;
   a.frag_lo = act_slot_ + frag;
-  a.sums = act_slot_ + 2 * frag;
-  a.exps = reinterpret_cast<int32_t*>(act_slot_ + 2 * frag + sums);
+  set_act_sums(a, act_slot_ + 2 * frag, act_slot_ + 2 * frag + sums);
+  a.exps = reinterpret_cast<int32_t*>(act_slot_ + 2 * frag + 2 * sums);
   return a;
 }
 

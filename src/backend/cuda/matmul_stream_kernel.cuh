@@ -38,6 +38,10 @@
 namespace memra::cuda::matmul_impl {
 
 constexpr int kStreamMaxStages = 8;
+// The one row's min-term sums of a k-tile (row 0 of the n-tile's sum tile, [g][t] 8 bytes): a block
+// stages only those (the other 7 rows are padding).
+constexpr int kRowSumBytes = 32;
+static_assert(kRowSumBytes == 2 * 16 && kSumTileBytes == 8 * kRowSumBytes);
 
 // Shared memory of a streaming block (bytes): the activation rows of every k-tile (hi, lo, sums),
 // the segment partials, the split form's block terms (two rounds' worth: every warp's k-tile of a
@@ -52,12 +56,12 @@ MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int n_kt, in
                                              int parts = 1) {
   const TileFormat f = tile_format(type);
   const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
-  const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+  const bool sums = has_min_term(type);
   StreamSmem s{};
   s.act = 0;
   s.act_lo = n_kt * 512;
   s.sums = s.act_lo + (lo ? n_kt * 512 : 0);
-  s.red = s.sums + (sums ? n_kt * kSumTileBytes : 0);
+  s.red = s.sums + (sums ? n_kt * kRowSumBytes : 0);
   s.terms = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
   s.ring = s.terms + (parts > 1 ? 2 * warps * mt * fold_slots(type) * kGroupRows * fold_terms(type) * 4 : 0);
   s.slot = mt * f.tile_bytes;
@@ -209,8 +213,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       if constexpr (S::kUsesLo) cp_async16(smem + L.act_lo + c * 16, a.act_lo + src);
     }
     if constexpr (S::kUsesSums) {
-      for (int c = tid; c < n_kt * (kSumTileBytes / 16); c += blockDim.x)
-        cp_async16(smem + L.sums + c * 16, a.sums + c * 16);
+      for (int c = tid; c < n_kt * (kRowSumBytes / 16); c += blockDim.x)
+        cp_async16(smem + L.sums + c * 16, a.sums + (c / 2) * kSumTileBytes + (c % 2) * 16);
     }
     cp_async_commit();
     cp_async_wait<0>();
@@ -253,7 +257,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       const uint8_t* slot = ring + cur_slot * L.slot;
       const uint8_t* act = smem + L.act + kt * 512;
       [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * 512;
-      [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kSumTileBytes;
+      [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kRowSumBytes;
       TileRegs<T> regs[MT] = {};
 #pragma unroll
       for (int m = 0; m < MT; ++m)
@@ -297,7 +301,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       };
       for_each_block(block);
       if constexpr (S::kUsesSums) {  // the min term, after the blocks (slot kTileBlocks of the split form)
-        const uint2 sf = lds<uint2>(sums + lane * 8);
+        const uint2 sf = lds<uint2>(sums + t * 8);  // the one row's, in every column (as lane_act)
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           if constexpr (!SPLIT) {

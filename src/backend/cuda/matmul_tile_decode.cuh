@@ -20,9 +20,11 @@ struct TileSpec {
   // BF16 / F32 one 16-byte piece (the block exponents), the quantized types two (Q6_K's two d
   // values sit apart, at d_off + g * 4); F16 has no section.
   static constexpr int kRowBytes = (T == GgmlType::BF16 || T == GgmlType::F32) ? 16 : 32;
-  // Q4_K / Q5_K: the k-tile's min term is one more tensor-core product, of the rows' mins and the
-  // activations' block-sum fragments (F16Act::sums; matmul_order.h).
-  static constexpr bool kUsesSums = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
+  // The k-tile's min term is one more tensor-core product, of a per-(row, block) weight quantity
+  // and the activations' block-sum fragments (F16Act::sums, or bias_sums for Q4_0; the kernels
+  // read whichever Args::sums points to): the K-quants' mins, Q4_0 / Q8_0's scales (their codes'
+  // offsets; matmul_order.h).
+  static constexpr bool kUsesSums = has_min_term(T);
   // Float weights also multiply the activations' low f16 parts (F16Act::frag_lo).
   static constexpr bool kUsesLo = T == GgmlType::F16 || T == GgmlType::BF16 || T == GgmlType::F32;
 };
@@ -33,12 +35,13 @@ __device__ __forceinline__ V lds(const uint8_t* p) {
 }
 
 // Bytes 2q, 2q+1 (q = 0, 1) of w, codes stored as code + 128 (weight_layout.h), to two f16 values:
-// each byte placed under the f16 exponent of 1024, then 1024 + 128 taken off (exact).
+// each byte placed under the f16 exponent of 1024, so 1152 + code (exact; the min term takes the
+// 1152 back out once a k-tile: matmul_order.h).
 __device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
   // The constant as the first source and the selector a literal: ptxas then keeps 0x64646464 in
   // one register and encodes the selector in the PRMT (the other way round it re-made the selector
   // registers, ~4 moves a block: SASS, 2026-12-04).
-  return sub_f16x2(__byte_perm(0x64646464u, w_biased, q == 0 ? 0x0504u : 0x0706u), 0x64806480u);
+  return __byte_perm(0x64646464u, w_biased, q == 0 ? 0x0504u : 0x0706u);
 }
 
 // A block's A fragments for both halves (A[0]: elements 0-15, A[1]: 16-31) of one m-tile.
@@ -63,8 +66,9 @@ template <GgmlType T>
 struct TileRegs {
   uint4 row[2];  // per-row data pieces of rows g, g+8 (Q4_K/Q5_K meta, Q6_K scales; unused otherwise)
   uint4 extra[2];
-  // Q4_K / Q5_K: the min term's A fragment words of rows g, g + 8 (the f16 pair (m_t, m_t+4),
-  // matmul_order.h) and its scale -32 dmin of each row.
+  // The min term's A fragment words of rows g, g + 8 (the f16 pair of blocks t and t + 4: the
+  // K-quants' (m_t, m_t+4), Q4_0 / Q8_0's (d_t, d_t+4); matmul_order.h) and its scale of each row
+  // (-32 dmin; -2^14; -36864).
   uint32_t min_a[2];
   float min_scale[2];
 };
@@ -92,12 +96,18 @@ __device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t*
     r.row[0] = lds<uint4>(rp);
     r.row[1] = lds<uint4>(rp + kRowStride);
   }
-  if constexpr (TileSpec<T>::kUsesSums) {
+  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       r.min_a[h] = min_pair_f16(r.row[h], min_field_shift(t));
       r.min_scale[h] = __fmul_rn(f16_bits_to_float(static_cast<uint16_t>(r.row[h].x >> 16)), -32.0f);  // exact
     }
+  } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
+    // Block b's scales of rows g and g + 8 are the f16 pair at rp + (b / 4) * 16 + (b % 4) * 4.
+    const uint32_t d_t = lds<uint32_t>(rp + t * 4), d_t4 = lds<uint32_t>(rp + kRowStride + t * 4);
+    r.min_a[0] = __byte_perm(d_t, d_t4, 0x5410u);  // row g: (d_t, d_t+4)
+    r.min_a[1] = __byte_perm(d_t, d_t4, 0x7632u);  // row g + 8
+    r.min_scale[0] = r.min_scale[1] = T == GgmlType::Q4_0 ? -16384.0f : -36864.0f;
   }
   if constexpr (T == GgmlType::Q5_K) r.extra[0] = lds<uint4>(wl + 4 * 512);
   if constexpr (T == GgmlType::Q6_K) {
@@ -136,17 +146,38 @@ struct BlockScales {
 template <GgmlType T, int B, bool kLop3>
 __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* rp, const uint8_t* dp,
                                              const TileRegs<T>& r, BlockFrags& fr, BlockScales& sc) {
-  if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
+  if constexpr (T == GgmlType::Q4_0) {
+    // One LOP3 a pair of nibbles: pairs 0 and 2 (elements 0-7 of each half) under the exponent of
+    // 1024 as they are (1024 + q), pairs 1 and 3 four bits up under the exponent of 64 (64 + q).
+    // The offsets and the bias 8 come out in the k-tile's min term (matmul_order.h).
+    const uint2 uw = lds<uint2>(wl + (B / 2) * 512 + (B % 2) * 8);
+    auto pairs = [&](auto w, auto half) {
+      constexpr int kW = decltype(w)::value, kHalf = decltype(half)::value;
+      const uint32_t u = kW == 0 ? uw.x : uw.y;
+      const uint32_t v = kHalf == 0 ? u : u >> 8;
+      if constexpr (kLop3) {
+        fr.a[kHalf][kW] = and_or<0x000F000Fu, 0x64006400u>(v);
+        fr.a[kHalf][2 + kW] = and_or<0x00F000F0u, 0x54005400u>(v);
+      } else {
+        fr.a[kHalf][kW] = (v & 0x000F000Fu) | 0x64006400u;
+        fr.a[kHalf][2 + kW] = (v & 0x00F000F0u) | 0x54005400u;
+      }
+    };
+    pairs(std::integral_constant<int, 0>{}, std::integral_constant<int, 0>{});
+    pairs(std::integral_constant<int, 0>{}, std::integral_constant<int, 1>{});
+    pairs(std::integral_constant<int, 1>{}, std::integral_constant<int, 0>{});
+    pairs(std::integral_constant<int, 1>{}, std::integral_constant<int, 1>{});
+  } else if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
     // Nibble pairs in few instructions: pairs 0 and 2 sit under the exponent of 1024 as they are
     // (1024 + c), pairs 1 and 3 stay four bits up (1024 + 16 c) and one fused multiply-add scales
     // and unbiases them. Q5_K / Q6_K's high bits are stored where a rotation of the block's word
     // puts them right above each pair's nibbles (weight_layout.h: high_bit_pos), one LOP3 a pair.
     // Every step is exact (small integers in f16): the fragments are the codes minus the bias.
     constexpr bool kHigh = T == GgmlType::Q5_K || T == GgmlType::Q6_K;
-    constexpr uint32_t kBias = T == GgmlType::Q4_0 ? 0x64086408u : T == GgmlType::Q6_K ? 0x64206420u : 0x64006400u;
+    constexpr uint32_t kBias = T == GgmlType::Q6_K ? 0x64206420u : 0x64006400u;
     constexpr uint32_t kSixteenth = 0x2C002C00u;  // 1/16
-    // -(64 + bias): Q4_0 -72, Q6_K -96, Q4_K / Q5_K -64.
-    constexpr uint32_t kHighBias = T == GgmlType::Q4_0 ? 0xD480D480u : T == GgmlType::Q6_K ? 0xD600D600u : 0xD400D400u;
+    // -(64 + bias): Q6_K -96, Q4_K / Q5_K -64.
+    constexpr uint32_t kHighBias = T == GgmlType::Q6_K ? 0xD600D600u : 0xD400D400u;
     // The high bits of an even pair at bits 4 and 20 (odd: 8 and 24) once rotated.
     constexpr uint32_t kEvenHigh = T == GgmlType::Q6_K ? 0x00300030u : 0x00100010u;
     constexpr uint32_t kOddHigh = T == GgmlType::Q6_K ? 0x03000300u : 0x01000100u;
@@ -291,16 +322,15 @@ MEMRA_ORDER_HD constexpr int fold_terms(GgmlType type) {
 }
 template <GgmlType T>
 constexpr int kFoldTerms = fold_terms(T);
-// How many epilogues a k-tile folds per output: its blocks, and the K-quants' min term after them
-// (a (scale, value) pair like a block's).
-MEMRA_ORDER_HD constexpr int fold_slots(GgmlType type) {
-  return kTileBlocks + (type == GgmlType::Q4_K || type == GgmlType::Q5_K ? 1 : 0);
-}
+// How many epilogues a k-tile folds per output: its blocks, and the min term after them (a
+// (scale, value) pair like a block's).
+MEMRA_ORDER_HD constexpr int fold_slots(GgmlType type) { return kTileBlocks + (has_min_term(type) ? 1 : 0); }
 template <GgmlType T>
 constexpr int kFoldSlots = fold_slots(T);
 static_assert(kFoldTerms<GgmlType::Q4_K> == 2 && kFoldSlots<GgmlType::Q4_K> == kTileBlocks + 1 &&
-                  TileSpec<GgmlType::Q4_K>::kUsesSums && !TileSpec<GgmlType::Q4_0>::kUsesSums,
-              "the K-quants fold their min term as one more (scale, value) slot");
+                  kFoldTerms<GgmlType::Q4_0> == 2 && kFoldTerms<GgmlType::Q8_0> == 2 &&
+                  TileSpec<GgmlType::Q4_K>::kUsesSums && !TileSpec<GgmlType::Q6_K>::kUsesSums,
+              "the min term folds as one more (scale, value) slot");
 
 // The block's epilogue for one output: c takes the block's terms in matmul_order.h's order.
 // s, v: the first scale and dot; s2, v2: the second pair (Q6_K: d*sc of 16-31 and that half's dot).
@@ -338,18 +368,19 @@ __device__ __forceinline__ void block_products(const uint8_t* wl, int B, BlockFr
   }
 }
 
-// The K-quants' min term of a k-tile for one m-tile and one n-tile (matmul_order.h): M, one
-// tensor-core product of the rows' mins (A: (m_t, m_t+4) in both halves of K) and the columns'
-// block-sum fragment sf (B: the hi parts of s_t, s_t+4 2^-5 in K 2t, 2t + 1, the lo parts in
-// 2t + 8, 2t + 9: lane (g, t)'s F16Act::sums), from +0. Every product is exact (6-bit times
-// 11-bit), so M is the tensor core's sum of sum_b m_b s_b 2^-5 over the k-tile's blocks.
+// The min term of a k-tile for one m-tile and one n-tile (matmul_order.h): M, one tensor-core
+// product of the rows' per-block quantity (A: the K-quants' mins (m_t, m_t+4), Q4_0 / Q8_0's scales
+// (d_t, d_t+4), in both halves of K) and the columns' block-sum fragment sf (B: the hi parts of
+// the sums of blocks t, t + 4 in K 2t, 2t + 1, the lo parts in 2t + 8, 2t + 9: lane (g, t)'s
+// F16Act::sums or bias_sums), from +0. Every product is exact (6- or 11-bit times 11-bit), so M is
+// the tensor core's sum of the k-tile's sum_b m_b s_b.
 template <GgmlType T>
 __device__ __forceinline__ void min_dots(const TileRegs<T>& r, uint2 sf, float (&mm)[4]) {
   const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   const uint32_t a[4] = {r.min_a[0], r.min_a[1], r.min_a[0], r.min_a[1]};
   mma_16816(mm, a, sf.x, sf.y, zero);
 }
-// ... folded after the k-tile's blocks: acc = fma(-32 dmin, M, acc), the block epilogue's form
+// ... folded after the k-tile's blocks: acc = fma(min_scale, M, acc), the block epilogue's form
 // (kOddCols: as block_products).
 template <GgmlType T, bool kOddCols = true>
 __device__ __forceinline__ void min_term(const TileRegs<T>& r, uint2 sf, float (&acc)[4]) {

@@ -79,6 +79,17 @@ MEMRA_ORDER_HD constexpr TileFormat tile_format(GgmlType t) {
   return f;
 }
 
+// The k-tile's min term (matmul_order.h): a tensor-core product, after the k-tile's blocks, of a
+// per-(row, block) weight quantity and a per-(row, block) activation sum (F16Act::sums or
+// bias_sums). The K-quants' mins, and the code offsets Q4_0 and Q8_0 decode with (matmul_order.h:
+// their A fragments are the codes plus an offset, which this term takes back out).
+MEMRA_ORDER_HD constexpr bool has_min_term(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q5_K;
+}
+// Q4_0's min term reads F16Act::bias_sums (its two offsets weigh the elements differently); the
+// others read F16Act::sums.
+MEMRA_ORDER_HD constexpr bool min_term_reads_bias_sums(GgmlType t) { return t == GgmlType::Q4_0; }
+
 // Where a code's high bits sit in its lane's word (Q5_K one bit, Q6_K two): element (p, s) of row
 // g + 8h at bit (4 + 4 (p % 2) + 16 s + rot) mod 32, so that the word rotated right by `rot` has pair
 // p's high bits right above the pair's nibbles where the decode puts them (matmul_tile_decode.cuh:
