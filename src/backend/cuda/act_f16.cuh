@@ -91,13 +91,16 @@ __device__ __forceinline__ int64_t act_stage_first_chunk() { return static_cast<
 // floats are also stored there (elem(k) as is), each element by exactly one lane.
 //   frag: lane 4b + t holds elements 32b + 2t + {0, 1, 8, 9, 16, 17, 24, 25} of the k-tile (the
 //         mma.sync B fragment of block b for column g = r % 8), hi f16 parts; frag_lo the low parts.
-//   sums: block b's 32 hi codes summed by warp_sum with element 32b + l in lane l (s_b), then
-//         the min-term B fragments of the row (kernels.h): lane (g, t)'s 8 bytes are the f16 pairs
-//         (hi(s_t 2^-5), hi(s_t+4 2^-5)) and (lo(..), lo(..)), lo = f16(s_b 2^-5 - hi): exact
-//         steps but the two roundings, so hi + lo carries ~22 bits of s_b. The 2^-5 keeps
-//         |s_b| < 32 * 2^15 inside f16's range.
-//   bias_sums: the same for v_b = the warp_sum of o_l times element 32b + l (o_l = 1032 for
-//         l % 16 < 8, else 72: Q4_0's code offsets plus its bias 8, matmul_order.h), as v_b 2^-14.
+//   sums[kind] (those not null): sums over the block's 32 hi values h_l (element 32b + l in lane
+//         l) of o_l h_l, each product exact, added in warp_sum's butterfly, times a power of two,
+//         kept as hi = f16(x) and lo = f16(x - hi): exact steps but the roundings, so hi + lo
+//         carries ~22 bits (matmul_order.h):
+//           Block   s_b (o = 1) 2^-5: lane (g, t)'s 8 bytes are the f16 pairs (hi(s_t), hi(s_t+4))
+//                   and (lo(s_t), lo(s_t+4)) (the min term's B fragment)
+//           Q4_0    v_b (o = 1032 for l % 16 < 8, else 72) 2^-14, the same way
+//           KQuant  s_b as Block, then 32 bytes on v'_b (o = 1024 / 64) 2^-14 the same way
+//         The powers of two keep the sums inside f16's range: |x'| < 2^15, so |s_b| < 2^20 and
+//         |v_b|, |v'_b| < 1104 * 16 * 2^15 < 2^29.2.
 template <typename Elem>
 __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
                                                int64_t kt, float* out_row) {
@@ -127,48 +130,59 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
     reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
     reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
-  float s[kTileBlocks], v[kTileBlocks];
-  const float offset = (lane & 8) ? 72.0f : 1032.0f;
+  float h[kTileBlocks];
 #pragma unroll
   for (int b = 0; b < kTileBlocks; ++b) {
     const int64_t k = kt * kTileK + 32 * b + lane;
-    s[b] = __half2float(hi_of(scaled(k)));
-    v[b] = __fmul_rn(s[b], offset);  // exact: 11 significant bits times 8 (1032) or 4 (72)
+    h[b] = __half2float(hi_of(scaled(k)));
     if (out_row != nullptr && valid && k < cols) out_row[k] = elem(k);
   }
-  // Only the sums some uploaded weight type reads (a null array is skipped: uniform branches).
-  if (a.sums != nullptr) {
+  // sum[b] = the block's sum of o_l h_l over the warp in warp_sum's butterfly. Products by these
+  // offsets are exact: 11 significant bits times at most 8.
+  auto block_sums = [&](float even, float odd, float (&sum)[kTileBlocks]) {
+    const float o = (lane & 8) ? odd : even;
 #pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) s[b] = warp_sum(s[b]);
+    for (int b = 0; b < kTileBlocks; ++b) sum[b] = warp_sum(__fmul_rn(h[b], o));
+  };
+  auto hi_lo = [&](float x, uint16_t& hi, uint16_t& lo) {
+    const __half hh = hi_of(x);
+    hi = __half_as_ushort(hh);
+    lo = lo_bits(x, hh);
+  };
+  const int64_t share = (n8 * a.n_kt + kt) * 8 + g;  // the row's share, in units of its kind's row bytes
+  // A 32-byte piece (lane 0 writes it): per t, the pairs (hi(x_t), hi(x_t+4)) and (lo, lo) of sum * scale.
+  auto store_pairs = [&](const float (&sum)[kTileBlocks], float scale, uint8_t* dst) {
+    uint32_t w[8];
+#pragma unroll
+    for (int tt = 0; tt < 4; ++tt) {
+      uint16_t hi[2], lo[2];
+      hi_lo(__fmul_rn(sum[tt], scale), hi[0], lo[0]);
+      hi_lo(__fmul_rn(sum[tt + 4], scale), hi[1], lo[1]);
+      w[2 * tt] = pack2(hi[0], hi[1]);
+      w[2 * tt + 1] = pack2(lo[0], lo[1]);
+    }
+    reinterpret_cast<uint4*>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4*>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  };
+  constexpr float k2m5 = 0.03125f, k2m14 = 1.0f / 16384.0f;
+  float sum[kTileBlocks];
+  uint8_t* const block = a.sums[static_cast<int>(MinSums::Block)];
+  uint8_t* const q4_0 = a.sums[static_cast<int>(MinSums::Q4_0)];
+  uint8_t* const kquant = a.sums[static_cast<int>(MinSums::KQuant)];
+  if (block != nullptr || kquant != nullptr) {  // s_b
+    block_sums(1.0f, 1.0f, sum);
+    if (lane == 0) {
+      if (block != nullptr) store_pairs(sum, k2m5, block + share * 32);
+      if (kquant != nullptr) store_pairs(sum, k2m5, kquant + share * 64);
+    }
   }
-  if (a.bias_sums != nullptr) {
-#pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) v[b] = warp_sum(v[b]);
+  if (q4_0 != nullptr) {  // v_b
+    block_sums(1032.0f, 72.0f, sum);
+    if (lane == 0) store_pairs(sum, k2m14, q4_0 + share * 32);
   }
-  if (lane == 0) {
-    // The 8 pairs (hi, lo) of the blocks' sums times `scale` (a power of two: exact) in lane
-    // (g, t) order, as the min term's B fragments take them.
-    auto store = [&](const float (&sum)[kTileBlocks], float scale, uint8_t* dst_base) {
-      uint32_t w[8];
-#pragma unroll
-      for (int tt = 0; tt < 4; ++tt) {
-        uint16_t hi[2], lo[2];
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          const float x = __fmul_rn(sum[tt + 4 * q], scale);
-          const __half h = hi_of(x);
-          hi[q] = __half_as_ushort(h);
-          lo[q] = lo_bits(x, h);
-        }
-        w[2 * tt] = pack2(hi[0], hi[1]);
-        w[2 * tt + 1] = pack2(lo[0], lo[1]);
-      }
-      uint4* dst = reinterpret_cast<uint4*>(dst_base + ((n8 * a.n_kt + kt) * 8 + g) * 32);
-      dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
-      dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
-    };
-    if (a.sums != nullptr) store(s, 0.03125f, a.sums);
-    if (a.bias_sums != nullptr) store(v, 1.0f / 16384.0f, a.bias_sums);
+  if (kquant != nullptr) {  // v'_b
+    block_sums(1024.0f, 64.0f, sum);
+    if (lane == 0) store_pairs(sum, k2m14, kquant + share * 64 + 32);
   }
 }
 

@@ -126,13 +126,9 @@ class CudaBackend final : public Backend {
   uint8_t* act_slot_ = nullptr;
   size_t act_slot_bytes_ = 0;
   F16Act act_slot(int64_t rows, int64_t cols);
-  // Which min-term sums the activations carry (F16Act::sums, bias_sums): those of the weight types
-  // uploaded so far (upload_matrix), so a model of one type pays for the one its matmuls read.
-  bool act_sums_ = false, act_bias_sums_ = false;
-  void set_act_sums(F16Act& a, uint8_t* sums, uint8_t* bias_sums) const {
-    a.sums = act_sums_ ? sums : nullptr;
-    a.bias_sums = act_bias_sums_ ? bias_sums : nullptr;
-  }
+  // Which min-term sums the activations carry (F16Act::sums[kind]): those the weight types uploaded
+  // so far read (upload_matrix), so a model of one type pays for the ones its matmuls read.
+  bool act_sums_[kMinSumKinds] = {};
 };
 
 }  // namespace memra::cuda
