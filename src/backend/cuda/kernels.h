@@ -24,8 +24,8 @@ constexpr int kMaxExpertsUsed = 64;    // k_moe.cu: top-k per token
 // what frag leaves out (x' - hi), which the float weight types also multiply, so their products see
 // ~22 bits of each activation. sums[kind] (weight_layout.h MinSums) holds the row's block sums the
 // min terms of the weight types of that kind read, [n8][kt][g][min_sum_row_bytes(kind)]: the f16 hi
-// and lo parts of scaled float sums of the row's f16 values, each in warp_sum's butterfly
-// (matmul_order.h, act_f16.cuh write_act_tile says which sum sits where). An array is null where no
+// and lo parts of scaled float sums of the row's f16 values (matmul_order.h; act_f16.cuh
+// write_act_tile says which sum sits where). An array is null where no
 // uploaded weight type reads it (the producers then skip it). Rows are padded with zeros to whole
 // n-tiles of 8 and columns to whole k-tiles of 256.
 struct F16Act {

@@ -6,13 +6,14 @@
 // rounded to f16:
 //   e_r   = ilogb(max_k |x_rk|) - 14, clamped to [-100, 113]; 0 for an all-zero or non-finite max
 //   x'_rk = f16_rn(x_rk * 2^-e_r)            (|x'| < 2^15: no f16 overflow, full f16 precision)
-//   s_rb  = the float sum of x'_r,32b .. x'_r,32b+31 in common.cuh warp_sum's butterfly, element
-//           32b + l in lane l (K-quants), kept as two f16 parts of s_rb 2^-5: hi = f16_rn(s_rb 2^-5),
-//           lo = f16_rn(s_rb 2^-5 - hi)
-//   v_rb, v'_rb = offset sums (the min terms of Q4_0, the K-quants): the float sum of o_l x'_r,32b+l
-//           over a block, each product exact (o has at most 8 significant bits), in the same
-//           butterfly, kept as hi + lo f16 parts of the sum times 2^-14 (|sum| < 1104 * 16 * 2^15
-//           stays inside f16's range): v: o_l = 1032 for l % 16 < 8, else 72; v': 1024 / 64
+//   E_rb, O_rb = float sums of block b's x' over the elements 32b + l with l % 16 < 8 (E) and the
+//           others (O), in one butterfly over the lanes (element 32b + l in lane l): xor 1, 2, 4,
+//           then 16 (E in lane 0, O in lane 8)
+//   s_rb  = E_rb + O_rb (Q8_0 and the K-quants' min terms)
+//   v_rb  = fma(1032, E_rb, 72 O_rb) (Q4_0's), v'_rb = fma(1024, E_rb, 64 O_rb) (the K-quants')
+//   Each is kept as two f16 parts of it times 2^-5 (s) or 2^-14 (v, v'): hi = f16_rn(x),
+//   lo = f16_rn(x - hi) (|x'| < 2^15, so |s| < 2^20 and |v|, |v'| < 1104 * 16 * 2^15 stay inside
+//   f16's range after the scaling)
 // e_r depends on row r alone, so the scaling is per sequence and batch-invariant.
 //
 // Weights. Row j's blocks of 32 elements give integer codes c (or f16 values) and float scales:
