@@ -1,7 +1,8 @@
 // The warp-level tensor-core and async-copy instructions the matmul family uses, as inline
 // functions: PTX on the GPU, and on the CPU emulation (tests/cudasim) a C++ model of the same
-// data movement. The emulated mma computes each element's dot in double and rounds once: a fixed
-// function of the element's own operands, as the hardware's is, but not the hardware's bits.
+// data movement. The emulated mma is a fixed function of the element's own operands, as the
+// hardware's is, but not the hardware's bits: a pessimistic model of its accumulation (below), so
+// the op tests' bounds, which the emulation checks in CI, also hold where the hardware truncates.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,9 @@
 
 #ifndef MEMRA_CUDASIM
 #include <cooperative_groups.h>
+#else
+#include <algorithm>
+#include <cmath>
 #endif
 
 namespace memra::cuda {
@@ -37,11 +41,48 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
   auto B = [&](int k, int j) { return half_of(s.b[j * 4 + (k % 8) / 2][k >= 8], k); };
   const int g = lane / 4, t = lane % 4;
   float out[4];
+  // The tensor core adds C and the 16 exact products after aligning them to the largest, and
+  // truncates (NVIDIA documents neither the width nor the rounding; published measurements of earlier
+  // GPUs found truncation with a few guard bits). Modelled with none: every term truncated toward
+  // zero to 24 bits below the largest term's leading bit, the truncated terms summed exactly (17
+  // multiples of one power of two below 2^24 each: 29 bits, exact in double), the sum truncated
+  // toward zero to float's 24 bits. Non-finite operands add in double.
+  auto biased_exp = [](double v) {  // 0 for zero; every nonzero term is a normal double
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    return static_cast<int>((u >> 52) & 0x7ff);
+  };
   for (int e = 0; e < 4; ++e) {
     const int i = g + 8 * (e >> 1), j = 2 * t + (e & 1);
-    double acc = c[e];
-    for (int k = 0; k < 16; ++k) acc += static_cast<double>(A(i, k)) * static_cast<double>(B(k, j));
-    out[e] = static_cast<float>(acc);
+    double terms[17];
+    terms[0] = c[e];
+    int emax = 0;
+    bool finite = std::isfinite(terms[0]);
+    for (int k = 0; k < 16; ++k) terms[k + 1] = static_cast<double>(A(i, k)) * static_cast<double>(B(k, j));
+    for (double v : terms) {
+      finite = finite && std::isfinite(v);
+      emax = std::max(emax, biased_exp(v));
+    }
+    if (!finite || emax == 0) {
+      double acc = 0.0;
+      for (double v : terms) acc += v;
+      out[e] = static_cast<float>(acc);
+      continue;
+    }
+    // Units of 2^(E - 23), E the largest term's exponent: each term's integer part, summed exactly.
+    // (Scalings by powers of two are exact: the operands are floats and f16 products, far from
+    // double's range ends.)
+    const int unit_exp = emax - 1023 - 23;
+    const double per_unit = std::ldexp(1.0, -unit_exp);
+    double n = 0.0;
+    for (double v : terms) n += std::trunc(v * per_unit);
+    if (n == 0.0) {
+      out[e] = 0.0f;
+      continue;
+    }
+    const double sum = std::ldexp(n, unit_exp);  // exact: |n| < 17 * 2^24
+    const int lead = std::ilogb(sum);
+    out[e] = static_cast<float>(std::ldexp(std::trunc(std::ldexp(sum, 23 - lead)), lead - 23));
   }
   __syncwarp();
   for (int e = 0; e < 4; ++e) d[e] = out[e];
