@@ -107,6 +107,18 @@ inline void read_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, st
     }
     return;
   }
+  if (ft == GgmlType::IQ4_NL && w.type == GgmlType::Q8_0) {  // transcoded: code = the table value, same d
+    static constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    for (int64_t b = 0; b < n / 32; ++b) {
+      const uint8_t* blk = row + 18 * (k0 / 32 + b);
+      std::memcpy(&t.d[b], blk, 2);
+      for (int i = 0; i < 16; ++i) {
+        t.code[32 * b + i] = kValues[blk[2 + i] & 0xF];
+        t.code[32 * b + 16 + i] = kValues[blk[2 + i] >> 4];
+      }
+    }
+    return;
+  }
   switch (w.type) {
     case GgmlType::Q4_0:
       for (int64_t b = 0; b < n / 32; ++b) {

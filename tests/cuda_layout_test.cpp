@@ -76,12 +76,14 @@ TEST(CudaLayout, DirectRepackEqualsThePerElementPathByteForByte) {
                         Case{GgmlType::Q5_K, 1024, 11}, Case{GgmlType::Q6_K, 1024, 16}, Case{GgmlType::Q6_K, 512, 3},
                         Case{GgmlType::F16, 1000, 16}, Case{GgmlType::BF16, 520, 7}, Case{GgmlType::F32, 300, 16},
                         Case{GgmlType::Q4_1, 512, 16}, Case{GgmlType::Q2_K, 256, 5}, Case{GgmlType::Q3_K, 768, 16},
-                        Case{GgmlType::Q3_K, 256, 7}, Case{GgmlType::Q5_0, 800, 16}, Case{GgmlType::Q5_0, 96, 3}}) {
+                        Case{GgmlType::Q3_K, 256, 7}, Case{GgmlType::Q5_0, 800, 16}, Case{GgmlType::Q5_0, 96, 3},
+                        Case{GgmlType::IQ4_NL, 800, 16}, Case{GgmlType::IQ4_NL, 96, 3}, Case{GgmlType::IQ4_XS, 512, 9}}) {
     std::mt19937 rng(static_cast<uint32_t>(c.type) * 31 + static_cast<uint32_t>(c.n_in));
     const size_t row_bytes = quant::row_bytes(c.type, c.n_in);
     std::vector<uint8_t> file(row_bytes * static_cast<size_t>(c.rows));
     for (auto& b : file) b = static_cast<uint8_t>(rng());  // any bits: the repack moves them unread
-    if (c.type == GgmlType::BF16 || c.type == GgmlType::F32 || c.type == GgmlType::Q4_1 || c.type == GgmlType::Q2_K) {
+    if (c.type == GgmlType::BF16 || c.type == GgmlType::F32 || c.type == GgmlType::Q4_1 || c.type == GgmlType::Q2_K ||
+        c.type == GgmlType::IQ4_XS) {
       // Converted types: finite values of a realistic range (random bits hold NaNs and infinities).
       std::normal_distribution<float> dist(0.0f, 1.0f);
       std::vector<float> vals(static_cast<size_t>(c.n_in));
@@ -101,17 +103,20 @@ TEST(CudaLayout, DirectRepackEqualsThePerElementPathByteForByte) {
 }
 
 TEST(CudaLayout, WidenedTypesBecomeF16) {
-  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K}) {
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::IQ4_XS}) {
     EXPECT_EQ(cuda::device_type(t), GgmlType::F16);
     check_type(t, 256, 3);
   }
 }
 
 TEST(CudaLayout, TranscodedTypesKeepTheirValuesExactly) {
-  // Q3_K runs as Q6_K and Q5_0 as Q8_0: check_type compares every decoded value with the CPU's
-  // decode of the file's own type for equality (whole and partial k-tiles and row groups).
+  // Q3_K runs as Q6_K, Q5_0 and IQ4_NL as Q8_0: check_type compares every decoded value with the
+  // CPU's decode of the file's own type for equality (whole and partial k-tiles and row groups).
   EXPECT_EQ(cuda::device_type(GgmlType::Q3_K), GgmlType::Q6_K);
   EXPECT_EQ(cuda::device_type(GgmlType::Q5_0), GgmlType::Q8_0);
+  EXPECT_EQ(cuda::device_type(GgmlType::IQ4_NL), GgmlType::Q8_0);
+  check_type(GgmlType::IQ4_NL, 800, 20);
+  check_type(GgmlType::IQ4_NL, 96, 4);
   check_type(GgmlType::Q3_K, 512, 37, 2);
   check_type(GgmlType::Q3_K, 256, 3);
   check_type(GgmlType::Q5_0, 800, 20);

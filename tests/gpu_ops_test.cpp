@@ -180,7 +180,7 @@ struct Case {
 
 constexpr auto Q4_0 = GgmlType::Q4_0, Q8_0 = GgmlType::Q8_0, Q4_K = GgmlType::Q4_K, Q5_K = GgmlType::Q5_K,
                Q6_K = GgmlType::Q6_K, F16 = GgmlType::F16, BF16 = GgmlType::BF16, F32 = GgmlType::F32,
-               Q3_K = GgmlType::Q3_K, Q5_0 = GgmlType::Q5_0;
+               Q3_K = GgmlType::Q3_K, Q5_0 = GgmlType::Q5_0, IQ4_NL = GgmlType::IQ4_NL, IQ4_XS = GgmlType::IQ4_XS;
 constexpr auto kN = Range::Normal, kOut = Range::Outliers, kRow = Range::RowScales;
 
 // The emulation's matmul shapes cross 1, 2 and 8 k-segments (2, 5, 8 and 32 k-tiles: 1, 2, 2 and 8,
@@ -224,6 +224,7 @@ const Case kCases[] = {
     {Op::Embed, &kTiny, Q4_0, 96, 50, "3", kN, 0, false, kAll},  // a partial k-tile
     {Op::Embed, &kTiny, Q3_K, 512, 50, "3", kN, 0, false, kAll},  // run as Q6_K: the same values
     {Op::Embed, &kTiny, Q5_0, 96, 50, "3", kN, 0, false, kAll},   // run as Q8_0
+    {Op::Embed, &kTiny, IQ4_NL, 96, 50, "3", kN, 0, false, kAll},  // run as Q8_0
 
     // ---- matmul: every weight type ----
     MATMUL_CASES(Q4_0, kMatmulQuant),
@@ -242,6 +243,10 @@ const Case kCases[] = {
     {Op::Matmul, &k9B, Q5_0, 12288, 48, "1 17", kOut, kMatmulQuant, false, kHw},
     {Op::Matmul, &kTiny, Q3_K, 1024, 40, "1 3 13", kRow, kMatmulQuant, false, kAll},
     {Op::Matmul, &kTiny, Q5_0, 800, 24, "1 3 13", kOut, kMatmulQuant, false, kAll},
+    {Op::Matmul, &k9B, IQ4_NL, 4096, 48, "1 17", kRow, kMatmulQuant, false, kHw},
+    {Op::Matmul, &kTiny, IQ4_NL, 800, 24, "1 3 13", kOut, kMatmulQuant, false, kAll},
+    // Widened to f16 on upload: the weights' f16 rounding (2^-11 relative) is within the bound.
+    {Op::Matmul, &kTiny, IQ4_XS, 1024, 24, "1 3 13", kRow, kMatmulQuant, false, kAll},
     // The norm's f16 form handed to the matmul (its token): the matmul bound still holds, the
     // norm's 1e-5 being far below the f16 rounding.
     {Op::NormMatmul, &k9B, Q4_0, 4096, 96, "1 9", kOut, kMatmulQuant, false, kHw},

@@ -392,11 +392,12 @@ TEST(QuantDecode, UnalignedSourceBytes) {
 
 
 TEST(QuantDecode, LosslessTranscodesKeepEveryValueBitForBit) {
-  // Q3_K -> Q6_K and Q5_0 -> Q8_0 (what the CUDA backend runs them as): any bytes (every code,
+  // Q3_K -> Q6_K, Q5_0 and IQ4_NL -> Q8_0 (what the CUDA backend runs them as): any bytes (every code,
   // scale and hmask pattern; d finite: random bits would hold NaNs, whose payloads need not agree)
   // decode to the same floats before and after, and the other types have no such form.
   std::mt19937 rng(20261204);
-  for (const auto& [from, to] : {std::pair{GgmlType::Q3_K, GgmlType::Q6_K}, std::pair{GgmlType::Q5_0, GgmlType::Q8_0}}) {
+  for (const auto& [from, to] : {std::pair{GgmlType::Q3_K, GgmlType::Q6_K}, std::pair{GgmlType::Q5_0, GgmlType::Q8_0},
+                                 std::pair{GgmlType::IQ4_NL, GgmlType::Q8_0}}) {
     ASSERT_EQ(lossless_wider_type(from), to);
     const int64_t n = 8 * 256;
     std::vector<uint8_t> src(row_bytes(from, n)), dst(row_bytes(to, n));
@@ -415,7 +416,7 @@ TEST(QuantDecode, LosslessTranscodesKeepEveryValueBitForBit) {
     }
   }
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q4_K,
-                     GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16, GgmlType::F32})
+                     GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::BF16, GgmlType::F32})
     EXPECT_FALSE(lossless_wider_type(t).has_value()) << type_name(t);
 }
 

@@ -24,8 +24,8 @@ std::vector<GgmlType> decodable_types() {
 }
 
 TEST(QuantDispatch, DecodableAndEncodableSetsAreTheOnesImplemented) {
-  const std::vector<std::string> expected = {"f32",  "f16",  "q4_0", "q4_1", "q5_0", "q5_1", "q8_0",
-                                             "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "bf16"};
+  const std::vector<std::string> expected = {"f32",  "f16",  "q4_0", "q4_1", "q5_0",   "q5_1",   "q8_0", "q2_k",
+                                             "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl", "iq4_xs", "bf16"};
   std::vector<std::string> dec, enc;
   for (uint32_t id = 0; id < kGgmlTypeCount; ++id) {
     const TypeInfo* info = type_info(id);
@@ -47,6 +47,8 @@ TEST(QuantDispatch, BlockStructSizesMatchTypeTable) {
   EXPECT_EQ(sizeof(BlockQ4_K), type_info(GgmlType::Q4_K).block_bytes);
   EXPECT_EQ(sizeof(BlockQ5_K), type_info(GgmlType::Q5_K).block_bytes);
   EXPECT_EQ(sizeof(BlockQ6_K), type_info(GgmlType::Q6_K).block_bytes);
+  EXPECT_EQ(sizeof(BlockIQ4_NL), type_info(GgmlType::IQ4_NL).block_bytes);
+  EXPECT_EQ(sizeof(BlockIQ4_XS), type_info(GgmlType::IQ4_XS).block_bytes);
   EXPECT_EQ(type_info(GgmlType::Q4_0).block_elems, kQK);
   EXPECT_EQ(type_info(GgmlType::Q4_K).block_elems, kQK_K);
 }
@@ -139,8 +141,8 @@ TEST(QuantDispatch, UnsupportedTypesAreUserErrors) {
   const std::string msg = error_of([&] { dequantize_row(GgmlType::IQ2_XXS, buf.data(), out.data(), 256); });
   EXPECT_NE(msg.find("tensor type iq2_xxs is not supported by memra (supported: f32, f16, q4_0"), std::string::npos)
       << msg;
-  EXPECT_NE(msg.find("q6_k, bf16)"), std::string::npos) << msg;
-  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ4_XS, GgmlType::I32, GgmlType::F64,
+  EXPECT_NE(msg.find("q6_k, iq4_nl, iq4_xs, bf16)"), std::string::npos) << msg;
+  for (GgmlType t : {GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::IQ3_S, GgmlType::I32, GgmlType::F64,
                      GgmlType::TQ2_0, GgmlType::MXFP4}) {
     SCOPED_TRACE(type_name(t));
     const int64_t n = type_info(t).block_elems == 1 ? 32 : type_info(t).block_elems;

@@ -6,6 +6,7 @@
 //                       Q5_1 < 0.043 [0.038]  Q8_0 < 0.006 [0.0053] Q2_K < 0.30 [0.276]
 //                       Q3_K < 0.16 [0.148]   Q4_K < 0.082 [0.074]  Q5_K < 0.041 [0.037]
 //                       Q6_K < 0.020 [0.018]  F16 < 2^-11           BF16 < 2^-8
+//                       IQ4_NL < 0.088 [0.080] IQ4_XS < 0.088 [0.080]
 //   (for F16 / BF16 the same figure bounds each element's relative error, and f16
 //   subnormals' absolute error is at most 2^-25)
 //   per element, from the format math (d, m = the block's stored f16 scale / min):
@@ -13,8 +14,9 @@
 //     Q4_0, Q5_0 |y - x| <= 1.01 |d|      (the value opposite the largest one may clip one code)
 //     Q4_1       |y - x| <= 0.51 d + |m| 2^-10;  Q5_1: 0.52 d + |m| 2^-10
 //     K-quants   |y - x| <= c * (largest |x| of the 256-element super-block), c = 0.5 (Q2_K),
-//                0.35 (Q3_K), 0.1 (Q4_K), 0.06 (Q5_K), 0.035 (Q6_K): coarse, since the
-//                sub-block scales are themselves quantized against one super-block scale.
+//                0.35 (Q3_K), 0.1 (Q4_K), 0.06 (Q5_K), 0.035 (Q6_K), 0.13 (IQ4_XS): coarse, since
+//                the sub-block scales are themselves quantized against one super-block scale.
+//     IQ4_NL     |y - x| <= 14.1 |d|      (half the table's widest gap, 113 to 127)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +41,7 @@ const Bound kBounds[] = {
     {GgmlType::Q5_1, 0.043, 0}, {GgmlType::Q8_0, 0.006, 0}, {GgmlType::Q2_K, 0.30, 0.5},
     {GgmlType::Q3_K, 0.16, 0.35}, {GgmlType::Q4_K, 0.082, 0.1}, {GgmlType::Q5_K, 0.041, 0.06},
     {GgmlType::Q6_K, 0.020, 0.035}, {GgmlType::F16, 0x1p-11, 0}, {GgmlType::BF16, 0x1p-8, 0},
+    {GgmlType::IQ4_NL, 0.088, 0}, {GgmlType::IQ4_XS, 0.088, 0.13},
 };
 
 std::vector<uint8_t> encode(GgmlType t, const std::vector<float>& x) {
@@ -69,6 +72,7 @@ double legacy_bound(GgmlType t, const std::vector<uint8_t>& b, size_t block) {
     case GgmlType::Q5_0: return 1.01 * d;
     case GgmlType::Q4_1: return 0.51 * d + std::fabs(f16_at(b, o + 2)) * 0x1p-10;
     case GgmlType::Q5_1: return 0.52 * d + std::fabs(f16_at(b, o + 2)) * 0x1p-10;
+    case GgmlType::IQ4_NL: return 14.1 * d;  // half the widest gap of the table (113..127, scale rounding aside)
     default: return 0;
   }
 }

@@ -16,6 +16,8 @@
 //     2^((b % 8) - 4), x = ((next() >> 40) - 2^23) * 2^-23 * scale; blocks with b % 4 == 3 get
 //     +scale at position 7 and -scale at 20 (a tie for the largest magnitude); block 5 is zero;
 //     hash = FNV-1a of the encoded bytes.
+// scripts/quant_goldens.py regenerates the decode rows with gguf-py (it reproduces every row
+// below; the IQ4_NL / IQ4_XS rows came from it).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,6 +50,8 @@ const DecodeGolden kDecodeGolden[] = {
     {GgmlType::Q4_K, 8, 0x95148512458abd40ull, 38177.94921875},
     {GgmlType::Q5_K, 8, 0xa1d14268a96c4e0bull, 12782.776733398438},
     {GgmlType::Q6_K, 8, 0xafa34ac564094e2full, -18619.887573242188},
+    {GgmlType::IQ4_NL, 8, 0x449c6f97d493f547ull, 4.304931640625},
+    {GgmlType::IQ4_XS, 8, 0xdf5b6098f3e25f52ull, -13029.427490234375},
 };
 
 struct EncodeGolden {
@@ -69,7 +73,8 @@ const EncodeGolden kEncodeGolden[] = {
 // Byte offsets of the f16 scale fields inside one block.
 std::vector<size_t> f16_fields(GgmlType t) {
   switch (t) {
-    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0};
+    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
+      return {0};
     case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
     case GgmlType::Q2_K: return {80, 82};
     case GgmlType::Q3_K: return {108};

@@ -33,7 +33,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kAllTypes[] = {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k", "bf16", "f16", "f32", "q3_k", "q5_0"};
+const char* const kAllTypes[] = {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k",   "bf16",
+                                 "f16",  "f32",  "q3_k", "q5_0", "iq4_nl", "iq4_xs"};
 const char* const kArchs[] = {"qwen35", "qwen35moe", "qwen3next", "qwen3"};
 
 SynthOptions opts(std::string arch, std::string shape, std::string type, uint64_t seed = 1, int layers = 0,
@@ -239,7 +240,8 @@ TEST(SynthPlan, TypeRulesFollowLlamaQuantize) {
     SCOPED_TRACE(type);
     const GgmlType want = *quant::parse_type_name(type);
     const bool kquant = quant::type_info(want).block_elems == 256;
-    const bool small_quant = want == GgmlType::Q4_0 || want == GgmlType::Q5_0 || kquant;
+    const bool small_quant =
+        want == GgmlType::Q4_0 || want == GgmlType::Q5_0 || want == GgmlType::IQ4_NL || kquant;
     for (const char* arch : kArchs) {
       for (const auto& t : plan_tensors(opts(arch, "tiny", type))) {
         SCOPED_TRACE(t.name);
@@ -253,7 +255,7 @@ TEST(SynthPlan, TypeRulesFollowLlamaQuantize) {
           if (expect == GgmlType::Q4_K) expect = GgmlType::Q5_0;
           if (expect == GgmlType::Q5_K) expect = GgmlType::Q5_1;
           if (expect == GgmlType::Q6_K) expect = GgmlType::Q8_0;
-          if (expect == GgmlType::Q3_K) expect = GgmlType::Q4_0;
+          if (expect == GgmlType::Q3_K || expect == GgmlType::IQ4_XS) expect = GgmlType::IQ4_NL;
         }
         EXPECT_EQ(t.type, expect) << quant::type_name(t.type) << " vs " << quant::type_name(expect);
         EXPECT_EQ(t.n_bytes, quant::row_bytes(t.type, t.ne[0]) * static_cast<uint64_t>(
@@ -320,7 +322,7 @@ TEST(SynthPlan, UnknownOptionsListValidValues) {
   };
   EXPECT_NE(message(opts("llama", "9b", "q4_0")).find("qwen35, qwen35moe, qwen3next, qwen3"), std::string::npos);
   EXPECT_NE(message(opts("qwen35", "7b", "q4_0")).find("0.8b, 2b, 4b, 9b, 27b"), std::string::npos);
-  EXPECT_NE(message(opts("qwen35", "9b", "q2_k")).find("q4_0, q8_0, q4_k, q5_k, q6_k, bf16, f16, f32, q3_k, q5_0"),
+  EXPECT_NE(message(opts("qwen35", "9b", "q2_k")).find("q4_0, q8_0, q4_k, q5_k, q6_k, bf16, f16, f32, q3_k, q5_0, iq4_nl, iq4_xs"),
             std::string::npos);
   EXPECT_NE(message(opts("qwen35", "9b", "q4_0", 1, 33)).find("1..32"), std::string::npos);
   EXPECT_NE(message(opts("qwen35", "9b", "q4_0", 1, -1)).find("1..32"), std::string::npos);

@@ -81,7 +81,7 @@ const CommandRegistrar kRegistrar("synth", [](CLI::App& app) {
       "synth", "Write a GGUF with random weights in the exact layout of a real model shape (for benchmarks and tests)");
   cmd->add_option("--arch", opt->arch, "Architecture: qwen35, qwen35moe, qwen3next, qwen3");
   cmd->add_option("--shape", opt->shape, "Model shape, e.g. 9b, 35b-a3b, tiny (see --list)");
-  cmd->add_option("--type", opt->type, "Weight type: q4_0, q8_0, q4_k, q5_k, q6_k, bf16, f16, f32, q3_k, q5_0");
+  cmd->add_option("--type", opt->type, "Weight type: q4_0, q8_0, q4_k, q5_k, q6_k, bf16, f16, f32, q3_k, q5_0, iq4_nl, iq4_xs");
   cmd->add_option("-o,--output", opt->path, "Output GGUF file");
   cmd->add_option("--seed", opt->seed, "Random seed (same seed, same bytes)")->capture_default_str();
   cmd->add_option("--layers", opt->n_layers, "Write only the first N blocks (0 = all)")->capture_default_str();

@@ -115,6 +115,34 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// IQ4_NL: value = d * kIq4Values[q], q in 0..15 (an index into a fixed non-linear table, not a
+// linear code), nibble order as Q4_0.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// IQ4_XS: 8 sub-blocks of 32 with signed 6-bit scales (stored + 32): the low 4 bits of sub-block
+// s's scale are the low (even s) or high (odd s) nibble of scales_l[s / 2], its top 2 bits are
+// bits 2 s of scales_h. value = d * (scale - 32) * kIq4Values[q]; sub-block s's codes are
+// qs[16 s .. 16 s + 15] in Q4_0's nibble order.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// The IQ4 formats' 16 values (ggml's kvalues_iq4nl), increasing.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// Stored 6-bit scale (0..63) of IQ4_XS sub-block s.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int s) {
+  return ((b.scales_l[s / 2] >> (4 * (s % 2))) & 0x0F) | (((b.scales_h >> (2 * s)) & 3) << 4);
+}
+
 template <class Block>
 inline Block load_block(const uint8_t* p) {
   Block b;

@@ -84,5 +84,7 @@ RowCodec codec_q3_k();
 RowCodec codec_q4_k();
 RowCodec codec_q5_k();
 RowCodec codec_q6_k();
+RowCodec codec_iq4_nl();
+RowCodec codec_iq4_xs();
 
 }  // namespace memra::quant::detail

@@ -27,6 +27,8 @@ std::array<RowCodec, kGgmlTypeCount> build_codecs() {
   set(GgmlType::Q4_K, detail::codec_q4_k());
   set(GgmlType::Q5_K, detail::codec_q5_k());
   set(GgmlType::Q6_K, detail::codec_q6_k());
+  set(GgmlType::IQ4_NL, detail::codec_iq4_nl());
+  set(GgmlType::IQ4_XS, detail::codec_iq4_xs());
   return t;
 }
 

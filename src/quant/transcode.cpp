@@ -5,6 +5,8 @@
 // (-32..31, stored + 32) the int8 scale. Both decoders form d * scale first and then multiply by
 // the code, so every value comes out bit for bit the same.
 // Q5_0 -> Q8_0: value (q - 16) * d becomes the int8 code q - 16 with the same d.
+// IQ4_NL -> Q8_0: value d * kIq4Values[q] becomes the int8 code kIq4Values[q] with the same d
+// (one float product either way).
 #include <cstring>
 
 #include "common/error.h"
@@ -38,12 +40,24 @@ void q5_0_to_q8_0(const uint8_t* src, uint8_t* dst) {
   std::memcpy(dst, &out, sizeof out);
 }
 
+void iq4_nl_to_q8_0(const uint8_t* src, uint8_t* dst) {
+  const BlockIQ4_NL in = load_block<BlockIQ4_NL>(src);
+  BlockQ8_0 out;
+  out.d = in.d;
+  for (int j = 0; j < kQK / 2; ++j) {
+    out.qs[j] = kIq4Values[in.qs[j] & 0x0F];
+    out.qs[j + kQK / 2] = kIq4Values[in.qs[j] >> 4];
+  }
+  std::memcpy(dst, &out, sizeof out);
+}
+
 }  // namespace
 
 std::optional<GgmlType> lossless_wider_type(GgmlType type) {
   switch (type) {
     case GgmlType::Q3_K: return GgmlType::Q6_K;
     case GgmlType::Q5_0: return GgmlType::Q8_0;
+    case GgmlType::IQ4_NL: return GgmlType::Q8_0;
     default: return std::nullopt;
   }
 }
@@ -57,10 +71,11 @@ void transcode_row(GgmlType from, GgmlType to, const void* src, void* dst, int64
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < n / in.block_elems; ++b) {
-    if (from == GgmlType::Q3_K)
-      q3_k_to_q6_k(s + b * in.block_bytes, d + b * out.block_bytes);
-    else
-      q5_0_to_q8_0(s + b * in.block_bytes, d + b * out.block_bytes);
+    const uint8_t* block = s + b * in.block_bytes;
+    uint8_t* wide = d + b * out.block_bytes;
+    if (from == GgmlType::Q3_K) q3_k_to_q6_k(block, wide);
+    else if (from == GgmlType::Q5_0) q5_0_to_q8_0(block, wide);
+    else iq4_nl_to_q8_0(block, wide);
   }
 }
 

@@ -32,7 +32,7 @@ using enum GgmlType;
 constexpr TypeChoice kTypes[] = {
     {"q4_0", Q4_0, Q6_K, 2},  {"q8_0", Q8_0, Q8_0, 7},  {"q4_k", Q4_K, Q6_K, 15}, {"q5_k", Q5_K, Q6_K, 17},
     {"q6_k", Q6_K, Q6_K, 18}, {"bf16", BF16, BF16, 32}, {"f16", F16, F16, 1},     {"f32", F32, F32, 0},
-    {"q3_k", Q3_K, Q6_K, 12}, {"q5_0", Q5_0, Q6_K, 8},
+    {"q3_k", Q3_K, Q6_K, 12}, {"q5_0", Q5_0, Q6_K, 8},  {"iq4_nl", IQ4_NL, Q6_K, 25}, {"iq4_xs", IQ4_XS, Q6_K, 30},
 };
 
 constexpr float kNormJitter = 0.1f;
@@ -144,7 +144,7 @@ GgmlType fit_type(GgmlType want, int64_t ne0) {
     switch (t) {
       case Q4_K: t = Q5_0; break;
       case Q5_K: t = Q5_1; break;
-      case Q3_K: t = Q4_0; break;  // llama-quantize takes IQ4_NL, which memra does not write
+      case Q3_K: case IQ4_XS: t = IQ4_NL; break;
       default: t = Q8_0; break;  // Q6_K
     }
   }

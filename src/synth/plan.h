@@ -27,7 +27,7 @@ Resolved resolve(const SynthOptions& options);
 
 // The type a tensor with row length ne0 gets when `want` is asked for: K-quants need
 // ne0 % 256 == 0 and fall back as llama-quantize does (q4_k -> q5_0, q5_k -> q5_1,
-// q6_k -> q8_0; q3_k -> q4_0 where llama-quantize takes iq4_nl); any type whose block does not
+// q6_k -> q8_0, q3_k and iq4_xs -> iq4_nl); any type whose block does not
 // divide ne0 falls back to f16.
 GgmlType fit_type(GgmlType want, int64_t ne0);
 

@@ -67,6 +67,9 @@ else
     M=/tmp/9b-$t.gguf
     [ -f $M ] || $N synth --arch qwen35 --shape 9b --type "$t" -o $M >/dev/null 2>&1
     $N bench -m $M --device cuda -n 32 -b 16,64 -d 512 --verify-exact 2>&1 | grep -E 'verify-exact|error'
+    # The B = 64 step by op (no per-op table at 64 rows was taken before; graphs off).
+    [ $t = q4_0 ] && MEMRA_CUDA_PROFILE=1 $N bench -m $M --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 2>&1 |
+      grep -A40 cuda-profile > $OUT/profile-b64.txt
     rm -f $M
   done
 fi

@@ -17,7 +17,7 @@ GgmlType device_type(GgmlType t) {
     case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K:
       return t;
     default:
-      // Q3_K and Q5_0 run as the wider format that holds their values exactly (quant.h:
+      // Q3_K, Q5_0 and IQ4_NL run as the wider format that holds their values exactly (quant.h:
       // lossless_wider_type); the other types are widened to f16.
       return quant::lossless_wider_type(t).value_or(GgmlType::F16);
   }
