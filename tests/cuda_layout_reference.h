@@ -107,8 +107,23 @@ inline void read_row_tile(const DevWeight& w, const uint8_t* row, int64_t kt, st
     }
     return;
   }
+  static constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  if (ft == GgmlType::IQ4_XS && w.type == GgmlType::Q8_0) {  // code = the table value, d = f16(d * (scale - 32))
+    const uint8_t* blk = row + 136 * kt;  // one super-block a k-tile
+    uint16_t d16;
+    std::memcpy(&d16, blk, 2);
+    const uint16_t scales_h = static_cast<uint16_t>(blk[2] | blk[3] << 8);
+    for (int b = 0; b < 8; ++b) {
+      const int ls = ((blk[4 + b / 2] >> (4 * (b % 2))) & 0xF) | (((scales_h >> (2 * b)) & 3) << 4);
+      t.d[b] = quant::f32_to_f16(quant::f16_to_f32(d16) * static_cast<float>(ls - 32));
+      for (int i = 0; i < 16; ++i) {
+        t.code[32 * b + i] = kValues[blk[8 + 16 * b + i] & 0xF];
+        t.code[32 * b + 16 + i] = kValues[blk[8 + 16 * b + i] >> 4];
+      }
+    }
+    return;
+  }
   if (ft == GgmlType::IQ4_NL && w.type == GgmlType::Q8_0) {  // transcoded: code = the table value, same d
-    static constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     for (int64_t b = 0; b < n / 32; ++b) {
       const uint8_t* blk = row + 18 * (k0 / 32 + b);
       std::memcpy(&t.d[b], blk, 2);

@@ -44,6 +44,14 @@ void check_type(GgmlType type, int64_t n_in, int64_t rows, int64_t n_mat = 1) {
       quant::dequantize_row(type, file.data() + (e * rows + r) * row_bytes, want.data(), n_in);
       if (w.type == GgmlType::F16 && type != GgmlType::F16)  // widened on upload: the f16 rounding of the value
         for (auto& v : want) v = quant::f16_to_f32(quant::f32_to_f16(v));
+      if (quant::rounded_wider_type(type) == w.type) {  // its scales rounded: the transcoded row's values
+        std::vector<uint8_t> wide(quant::row_bytes(w.type, n_in));
+        quant::transcode_row(type, w.type, file.data() + (e * rows + r) * row_bytes, wide.data(), n_in);
+        std::vector<float> exact = want;
+        quant::dequantize_row(w.type, wide.data(), want.data(), n_in);
+        for (int64_t i = 0; i < n_in; ++i)
+          ASSERT_LE(std::fabs(want[i] - exact[i]), std::ldexp(std::fabs(exact[i]), -11)) << quant::type_name(type);
+      }
       cuda::unpack_row(w, dev.data(), e, r, got.data());
       for (int64_t i = 0; i < n_in; ++i) {
         if (type == GgmlType::F32) {
@@ -103,7 +111,7 @@ TEST(CudaLayout, DirectRepackEqualsThePerElementPathByteForByte) {
 }
 
 TEST(CudaLayout, WidenedTypesBecomeF16) {
-  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::IQ4_XS}) {
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q2_K}) {
     EXPECT_EQ(cuda::device_type(t), GgmlType::F16);
     check_type(t, 256, 3);
   }
@@ -117,6 +125,12 @@ TEST(CudaLayout, TranscodedTypesKeepTheirValuesExactly) {
   EXPECT_EQ(cuda::device_type(GgmlType::IQ4_NL), GgmlType::Q8_0);
   check_type(GgmlType::IQ4_NL, 800, 20);
   check_type(GgmlType::IQ4_NL, 96, 4);
+  // IQ4_XS runs as Q8_0 with its block scales rounded to f16 (within 2^-11 of the file's values;
+  // then every value equals the transcoded row's), in Q8_0's bytes.
+  EXPECT_EQ(cuda::device_type(GgmlType::IQ4_XS), GgmlType::Q8_0);
+  check_type(GgmlType::IQ4_XS, 512, 20);
+  check_type(GgmlType::IQ4_XS, 768, 3, 2);
+  EXPECT_EQ(cuda::plan_layout(GgmlType::IQ4_XS, 4096, 64, 1).mat_stride, quant::row_bytes(GgmlType::Q8_0, 4096) * 64);
   check_type(GgmlType::Q3_K, 512, 37, 2);
   check_type(GgmlType::Q3_K, 256, 3);
   check_type(GgmlType::Q5_0, 800, 20);

@@ -113,7 +113,7 @@ TEST(GpuModel, Synth9bFourLayersMatchesCpuForEveryType) {
   std::mt19937 rng(3);
   for (int i = 0; i < 24; ++i) ids.push_back(static_cast<int32_t>(rng() % 200000));
   // q3_k runs as q6_k, q5_0 and iq4_nl as q8_0 (the same values; the CPU decodes the file's own
-  // type); iq4_xs is widened to f16.
+  // type); iq4_xs as q8_0 with its block scales rounded to f16 (2^-11 relative a weight).
   for (std::string type :
        {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k", "bf16", "f16", "f32", "q3_k", "q5_0", "iq4_nl", "iq4_xs"}) {
     const std::string path = synth_file("qwen35", "9b", type, 4);

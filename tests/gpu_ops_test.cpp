@@ -46,6 +46,9 @@ using test::DevFloats;
 // weight types also multiply the activations' low parts (~2^-22 each): 2^-16 leaves float
 // accumulation over up to a few hundred blocks.
 const double kMatmulQuant = std::ldexp(1.0, -10);
+// IQ4_XS runs as Q8_0 with its block scales rounded to f16 (quant.h rounded_wider_type): one more
+// 2^-11 relative a product on top of the activations' 2^-11 and the accumulation's share.
+const double kMatmulRoundedScales = 1.5 * std::ldexp(1.0, -10);
 const double kMatmulFloat = std::ldexp(1.0, -16);
 // RMSNorm, every element, relative: the sum of squares takes at most ~45 float roundings in the
 // kernel's order (2^-24 each), halved by the square root, plus the rsqrt and two products.
@@ -238,15 +241,16 @@ const Case kCases[] = {
     {Op::Matmul, &kTiny, Q4_0, 2304, 100, "3", kN, kMatmulQuant, false, kAll},   // partial k-tile
     {Op::Matmul, &kTiny, Q8_0, 96, 17, "2", kOut, kMatmulQuant, false, kAll},    // one partial tile
     {Op::Matmul, &k9B, Q6_K, 4096, 248320, "1", kN, kMatmulQuant, false, kHw},   // the output head
-    // Types run as a wider one (Q3_K as Q6_K, Q5_0 as Q8_0) against the CPU's own decode.
+    // Types run as a wider one (Q3_K as Q6_K, Q5_0 / IQ4_NL / IQ4_XS as Q8_0) against the CPU's own
+    // decode.
     {Op::Matmul, &k9B, Q3_K, 4096, 160, "1 13 70", kRow, kMatmulQuant, false, kHw},
     {Op::Matmul, &k9B, Q5_0, 12288, 48, "1 17", kOut, kMatmulQuant, false, kHw},
     {Op::Matmul, &kTiny, Q3_K, 1024, 40, "1 3 13", kRow, kMatmulQuant, false, kAll},
     {Op::Matmul, &kTiny, Q5_0, 800, 24, "1 3 13", kOut, kMatmulQuant, false, kAll},
     {Op::Matmul, &k9B, IQ4_NL, 4096, 48, "1 17", kRow, kMatmulQuant, false, kHw},
     {Op::Matmul, &kTiny, IQ4_NL, 800, 24, "1 3 13", kOut, kMatmulQuant, false, kAll},
-    // Widened to f16 on upload: the weights' f16 rounding (2^-11 relative) is within the bound.
-    {Op::Matmul, &kTiny, IQ4_XS, 1024, 24, "1 3 13", kRow, kMatmulQuant, false, kAll},
+    {Op::Matmul, &k9B, IQ4_XS, 4096, 48, "1 17", kOut, kMatmulRoundedScales, false, kHw},
+    {Op::Matmul, &kTiny, IQ4_XS, 1024, 24, "1 3 13", kRow, kMatmulRoundedScales, false, kAll},
     // The norm's f16 form handed to the matmul (its token): the matmul bound still holds, the
     // norm's 1e-5 being far below the f16 rounding.
     {Op::NormMatmul, &k9B, Q4_0, 4096, 96, "1 9", kOut, kMatmulQuant, false, kHw},

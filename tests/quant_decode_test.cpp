@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -418,6 +419,41 @@ TEST(QuantDecode, LosslessTranscodesKeepEveryValueBitForBit) {
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q4_K,
                      GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::BF16, GgmlType::F32})
     EXPECT_FALSE(lossless_wider_type(t).has_value()) << type_name(t);
+}
+
+TEST(QuantDecode, Iq4XsAsQ8_0RoundsOnlyTheBlockScales) {
+  // IQ4_XS -> Q8_0 (what the CUDA backend runs it as): every value is the file's value with its
+  // sub-block scale d * (scale - 32) rounded to f16, so within 2^-11 of it relatively, and exactly
+  // it where the scale is an f16 already (d a power of two). d's exponent field 1..24 keeps
+  // d * (scale - 32) inside f16's normal range (past 65504 it would be infinite, as the values
+  // widened to f16 would be).
+  ASSERT_EQ(rounded_wider_type(GgmlType::IQ4_XS), GgmlType::Q8_0);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q3_K, GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::F16})
+    EXPECT_FALSE(rounded_wider_type(t).has_value()) << type_name(t);
+  std::mt19937 rng(20261205);
+  const int64_t n = 8 * 256;
+  std::vector<uint8_t> src(row_bytes(GgmlType::IQ4_XS, n)), dst(row_bytes(GgmlType::Q8_0, n));
+  int exact_blocks = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    for (size_t blk = 0; blk < src.size() / 136; ++blk) {
+      const uint16_t mant = round % 4 == 0 ? 0 : static_cast<uint16_t>(rng() & 0x3FF);
+      const uint16_t d = static_cast<uint16_t>((rng() & 0x8000) | (1 + rng() % 24) << 10 | mant);
+      std::memcpy(src.data() + blk * 136, &d, 2);
+    }
+    transcode_row(GgmlType::IQ4_XS, GgmlType::Q8_0, src.data(), dst.data(), n);
+    std::vector<float> a(n), b(n);
+    dequantize_row(GgmlType::IQ4_XS, src.data(), a.data(), n);
+    dequantize_row(GgmlType::Q8_0, dst.data(), b.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_LE(std::fabs(static_cast<double>(b[i]) - a[i]), std::ldexp(std::fabs(static_cast<double>(a[i])), -11))
+          << "round " << round << " element " << i << " " << a[i] << " vs " << b[i];
+    if (round % 4 == 0) {
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * n), 0) << "round " << round;
+      ++exact_blocks;
+    }
+  }
+  EXPECT_EQ(exact_blocks, 5);
 }
 
 }  // namespace

@@ -49,6 +49,12 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 // rewrites n elements (a multiple of the block size) of a row into it, and dequantize_row of the
 // result equals dequantize_row of the source bit for bit.
 std::optional<GgmlType> lossless_wider_type(GgmlType type);
+// A wider block format that holds `type`'s values up to one f16 rounding of each 32-element
+// block's scale (IQ4_XS -> Q8_0: the code is the table value, the scale f16(d * (scale - 32)):
+// at most 2^-11 relative a weight, what widening each value to f16 would cost, in 8.5 bits a
+// weight instead of 16; a scale past f16's range becomes infinite, as those values would);
+// nullopt for the others. transcode_row writes it too.
+std::optional<GgmlType> rounded_wider_type(GgmlType type);
 void transcode_row(GgmlType from, GgmlType to, const void* src, void* dst, int64_t n);
 
 // Scalar conversions (IEEE binary16 round-to-nearest-even; bfloat16 round-to-nearest-even):

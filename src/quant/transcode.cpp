@@ -1,4 +1,5 @@
-// Lossless re-encodings of a row into a wider block format (quant.h: lossless_wider_type).
+// Re-encodings of a row into a wider block format: lossless ones (quant.h: lossless_wider_type)
+// and IQ4_XS's, which rounds each block's scale to f16 (rounded_wider_type).
 //
 // Q3_K -> Q6_K: both formats are 16 sub-blocks of 16 with one f16 d a super-block and a signed
 // integer scale a sub-block; a Q3_K code v (-4..3) becomes the Q6_K code v + 32 and its scale
@@ -7,6 +8,9 @@
 // Q5_0 -> Q8_0: value (q - 16) * d becomes the int8 code q - 16 with the same d.
 // IQ4_NL -> Q8_0: value d * kIq4Values[q] becomes the int8 code kIq4Values[q] with the same d
 // (one float product either way).
+// IQ4_XS -> Q8_0: sub-block s's values d * (scale_s - 32) * kIq4Values[q] become the int8 code
+// kIq4Values[q] with the scale f16(d * (scale_s - 32)) (the product is exact in float: an f16
+// times a 6-bit integer; its f16 rounding is the one inexact step).
 #include <cstring>
 
 #include "common/error.h"
@@ -51,6 +55,21 @@ void iq4_nl_to_q8_0(const uint8_t* src, uint8_t* dst) {
   std::memcpy(dst, &out, sizeof out);
 }
 
+void iq4_xs_to_q8_0(const uint8_t* src, uint8_t* dst) {
+  const BlockIQ4_XS in = load_block<BlockIQ4_XS>(src);
+  const float d = f16_to_f32(in.d);
+  for (int s = 0; s < kQK_K / kQK; ++s) {
+    BlockQ8_0 out;
+    out.d = f32_to_f16(d * static_cast<float>(iq4xs_scale(in, s) - 32));
+    const uint8_t* q = in.qs + 16 * s;
+    for (int j = 0; j < kQK / 2; ++j) {
+      out.qs[j] = kIq4Values[q[j] & 0x0F];
+      out.qs[j + kQK / 2] = kIq4Values[q[j] >> 4];
+    }
+    std::memcpy(dst + s * sizeof out, &out, sizeof out);
+  }
+}
+
 }  // namespace
 
 std::optional<GgmlType> lossless_wider_type(GgmlType type) {
@@ -62,11 +81,23 @@ std::optional<GgmlType> lossless_wider_type(GgmlType type) {
   }
 }
 
+std::optional<GgmlType> rounded_wider_type(GgmlType type) {
+  if (type == GgmlType::IQ4_XS) return GgmlType::Q8_0;
+  return std::nullopt;
+}
+
 void transcode_row(GgmlType from, GgmlType to, const void* src, void* dst, int64_t n) {
-  MEMRA_ASSERT(lossless_wider_type(from) == to, "transcode_row: {} has no lossless form as {}", type_name(from),
-               type_name(to));
+  MEMRA_ASSERT(lossless_wider_type(from) == to || rounded_wider_type(from) == to, "transcode_row: {} has no form as {}",
+               type_name(from), type_name(to));
   const TypeInfo& in = type_info(from);
   const TypeInfo& out = type_info(to);
+  if (from == GgmlType::IQ4_XS) {  // one super-block becomes eight Q8_0 blocks
+    MEMRA_ASSERT(n % in.block_elems == 0);
+    for (int64_t b = 0; b < n / in.block_elems; ++b)
+      iq4_xs_to_q8_0(static_cast<const uint8_t*>(src) + b * in.block_bytes,
+                     static_cast<uint8_t*>(dst) + b * (in.block_elems / out.block_elems) * out.block_bytes);
+    return;
+  }
   MEMRA_ASSERT(in.block_elems == out.block_elems && n % in.block_elems == 0);
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);

@@ -199,9 +199,11 @@ void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
                    quant::type_name(w.type), quant::type_name(w.type), w.name);
       else
         fmt::print(stderr,
-                   "memra: note: the CUDA backend has no {} kernel; {} weights run as {} (the same values, "
+                   "memra: note: the CUDA backend has no {} kernel; {} weights run as {} ({}, "
                    "{:.1f} bits a weight on the device instead of {:.1f}; first: {})\n",
                    quant::type_name(w.type), quant::type_name(w.type), quant::type_name(dw.type),
+                   quant::lossless_wider_type(w.type) ? "the same values"
+                                                      : "each block's scale rounded to f16, 2^-11 relative",
                    bits_per_weight(dw.type), bits_per_weight(w.type), w.name);
     }
   }

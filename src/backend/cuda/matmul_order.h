@@ -43,7 +43,8 @@
 // weights carry more than the 11 bits x' keeps; quantized codes do not, and x' alone serves them).
 // Q3_K runs as Q6_K (c = its code -4..3, d*sc_b its signed scale), Q5_0 as Q8_0 (q = its code - 16) and
 // IQ4_NL as Q8_0 (q = its table value): the same values (quant.h lossless_wider_type), the order of
-// the type they run as.
+// the type they run as. IQ4_XS runs as Q8_0 too, its sub-block scales d * (scale - 32) rounded to
+// f16 (quant.h rounded_wider_type: 2^-11 relative a weight on top of the activations' rounding).
 // (d*sc is an exact float product: 11-bit times 6- or 7-bit integers.) A min term is one
 // tensor-core product a k-tile and row: its 16 K slots hold blocks t and t + 4 (t = 0..3) at 2t,
 // 2t + 1 with the hi parts and at 2t + 8, 2t + 9 with the lo parts, A the row's per-block quantity

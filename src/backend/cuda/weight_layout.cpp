@@ -18,8 +18,10 @@ GgmlType device_type(GgmlType t) {
       return t;
     default:
       // Q3_K, Q5_0 and IQ4_NL run as the wider format that holds their values exactly (quant.h:
-      // lossless_wider_type); the other types are widened to f16.
-      return quant::lossless_wider_type(t).value_or(GgmlType::F16);
+      // lossless_wider_type), IQ4_XS as Q8_0 with its block scales rounded to f16
+      // (rounded_wider_type); the other types are widened to f16.
+      if (auto wide = quant::lossless_wider_type(t)) return *wide;
+      return quant::rounded_wider_type(t).value_or(GgmlType::F16);
   }
 }
 

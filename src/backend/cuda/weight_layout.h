@@ -35,8 +35,9 @@
 //   Q6_K scales:       [g][h][16] int8 at 3072; d: [g][h] f16 at 3328.
 //   BF16, F32 block exponents: [g][b][h] int8 after the values.
 // Types without a tile format run as another type, and the loader says so: Q3_K as Q6_K, Q5_0 and
-// IQ4_NL as Q8_0 (the same values: quant.h lossless_wider_type); the others (Q4_1, Q5_1, Q2_K,
-// IQ4_XS) are widened to F16 on upload.
+// IQ4_NL as Q8_0 (the same values: quant.h lossless_wider_type), IQ4_XS as Q8_0 with each block's
+// scale rounded to f16 (rounded_wider_type); the others (Q4_1, Q5_1, Q2_K) are widened to F16 on
+// upload.
 #pragma once
 
 #include <cstddef>
