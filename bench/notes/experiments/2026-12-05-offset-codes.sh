@@ -8,11 +8,15 @@
 #        real shapes print each case's error / bound: the offsets' roundings must stay small), then
 #        9B Q4_0: decode logits new vs old (max |diff| over max |logit|, argmax agreement), main0 vs
 #        pf (must be identical: a cache policy), tg32 B = 1 / 16 / 64 @ d512 + pp512, two rounds.
+#   bash bench/notes/experiments/2026-12-05-offset-codes.sh 0   (~4 min, for a short budget) stage 1
+#        without GpuMatmul / GpuMoe, main0 vs pf and the second round.
 #   bash bench/notes/experiments/2026-12-05-offset-codes.sh 2   (~6 min) the same rows for q4_k and
 #        q8_0, q6_k (its bits must not move: cmp), --verify-exact at B = 16 / 64 (q4_0, q4_k).
 # carry [".gpu/bundle.tar.xz", ".gpu/main0.xz", ".gpu/pf.xz"]
 set -u
 STAGE=${1:-1}
+ROUNDS="1 2"
+[ "$STAGE" = 0 ] && ROUNDS=1
 mkdir -p /tmp/g /tmp/o && tar xJf .gpu/bundle.tar.xz -C /tmp/g && xz -dc .gpu/main0.xz > /tmp/o/memra &&
   chmod +x /tmp/o/memra
 [ "$STAGE" = 1 ] && xz -dc .gpu/pf.xz > /tmp/o/pf && chmod +x /tmp/o/pf
@@ -43,7 +47,7 @@ compare_type() {  # TYPE: synth, logits new vs old, bench rows old / new twice
     /tmp/o/pf logits -m $M --device cuda --ids $IDS --mode decode -o /tmp/l-p.bin 2>/dev/null
     echo -n "$t logits decode main0 (evict_first) vs pf: "; cmp /tmp/l-o.bin /tmp/l-p.bin && echo identical
   fi
-  for r in 1 2; do
+  for r in $ROUNDS; do
     echo -n "$t r$r old: "; $O bench -m $M --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 2 2>/dev/null | row
     echo -n "$t r$r new: "; $N bench -m $M --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 2 2>/dev/null | row
   done
@@ -51,9 +55,11 @@ compare_type() {  # TYPE: synth, logits new vs old, bench rows old / new twice
 }
 {
 $N --version; $O --version
-if [ "$STAGE" = 1 ]; then
-  /tmp/g/bin/memra_tests --gtest_filter='GpuOps.Matmul:GpuMatmul.*:GpuMoe.*:GpuModel.Synth9bFourLayersMatchesCpuForEveryType' 2>&1 |
-    grep -E '^\[ *(OK|FAILED|PASSED|SKIPPED) |q4_0|q8_0|q4_k|q5_k|q6_k|FAIL|bound'
+if [ "$STAGE" != 2 ]; then
+  FILTER='GpuOps.Matmul:GpuMatmul.*:GpuMoe.*:GpuModel.Synth9bFourLayersMatchesCpuForEveryType'
+  [ "$STAGE" = 0 ] && FILTER='GpuOps.Matmul:GpuModel.Synth9bFourLayersMatchesCpuForEveryType'
+  /tmp/g/bin/memra_tests --gtest_filter="$FILTER" 2>&1 |
+    grep -E '^\[ *(OK|FAILED|PASSED|SKIPPED) |q4_0|q8_0|q4_k|q5_k|q6_k|iq4|FAIL|bound'
   compare_type q4_0
 else
   for t in q4_k q8_0; do compare_type $t; rm -f /tmp/9b-$t.gguf; done
