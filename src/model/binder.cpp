@@ -65,9 +65,8 @@ WeightRef TensorBinder::matrix(const std::string& name, int64_t n_in, int64_t n_
          shape_str(t.ne, static_cast<int>(std::max<uint32_t>(t.n_dims, 1))), shape_str(want, n_mat > 1 ? 3 : 2));
   const quant::TypeInfo& info = quant::type_info(t.type);
   if (!info.decodable)
-    fail("{}: tensor '{}' has type {}, which memra does not support (supported: f32, f16, bf16, q4_0, q4_1, "
-         "q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k)",
-         file_.path(), name, info.name);
+    fail("{}: tensor '{}' has type {}, which memra does not support (supported: {})", file_.path(), name, info.name,
+         quant::decodable_type_names());
   WeightRef w;
   w.name = name;  // before the upload: its notices and errors name the tensor
   w.type = t.type;

@@ -74,6 +74,8 @@ void fail_non_finite(const char* type_name, float value) {
 }
 }  // namespace detail
 
+std::string decodable_type_names() { return supported_list(false); }
+
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   const RowCodec& c = codec_for(type, false, n);
   c.dequant(static_cast<const uint8_t*>(src), dst, n / c.block_elems);

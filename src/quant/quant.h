@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "common/ggml_type.h"
@@ -27,6 +28,8 @@ struct TypeInfo {
 const TypeInfo* type_info(uint32_t type_id);
 const TypeInfo& type_info(GgmlType type);  // asserts the type is known
 const char* type_name(GgmlType type);
+// The names of the types memra decodes, comma-separated in id order (for messages).
+std::string decodable_type_names();
 // Parses "q4_0", "Q4_0", "bf16", ... ; nullopt if unknown.
 std::optional<GgmlType> parse_type_name(std::string_view name);
 
