@@ -162,7 +162,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   int is_set = kt0 + part < kt1 ? static_cast<int>(blockIdx.x) : a.n_sets, is_kt = kt0 + part, is_slot = 0;
   const uint8_t* is_w[MT];
   unit_tiles(is_set, is_w);
-  const uint64_t wpol = weight_read_policy();  // the weights' L2 policy: evict_first
+  // The weights' L2 policy, evict_first: bulk copies only (the lane copies take none: mma_f16.cuh).
+  [[maybe_unused]] const uint64_t wpol = kBulk ? weight_read_policy() : 0;
   auto issue = [&]() {
     if (is_set < a.n_sets) {
       uint8_t* dst = ring + is_slot * L.slot;
@@ -183,7 +184,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
           const uint8_t* src = is_w[m] + static_cast<int64_t>(is_kt) * kTileBytes;
 #pragma unroll
           for (int c = lane; c < kTileBytes / 16; c += 32)
-            cp_async16_hint(dst + m * kTileBytes + c * 16, src + c * 16, wpol);
+            cp_async16(dst + m * kTileBytes + c * 16, src + c * 16);  // no policy: mma_f16.cuh
         }
       }
       is_kt += parts;

@@ -178,17 +178,12 @@ __device__ __forceinline__ uint64_t weight_read_policy() {
 #endif
   return pol;
 }
-// cp_async16 with an L2 policy (weight_read_policy).
-__device__ __forceinline__ void cp_async16_hint(void* dst, const void* src, uint64_t pol) {
-#ifdef MEMRA_CUDASIM
-  (void)pol;
-  cp_async16(dst, src);
-#else
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(
-                   static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-               "l"(src), "l"(pol));
-#endif
-}
+// Per-lane copies (cp_async16) take no L2 policy: with `cp.async ... L2::cache_hint`, ptxas (CUDA
+// 13.0) gave the one-row streaming kernels of Q4_0 / Q4_K (their lane-copied rings) an LDGSTS
+// whose cache-policy descriptor shares a uniform register with the shared-memory offset (a UMOV
+// into the descriptor's low word right before it); once that offset was not 0 (session 29's
+// staged sums moved the ring), the descriptor was invalid: "illegal instruction" on the H100 at
+// the first 9B Q4_0 decode step (compute-sanitizer, 2026-12-05). Bulk copies keep the policy.
 
 __device__ __forceinline__ void cp_async_commit() {
 #ifndef MEMRA_CUDASIM
