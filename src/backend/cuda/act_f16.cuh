@@ -91,16 +91,11 @@ __device__ __forceinline__ int64_t act_stage_first_chunk() { return static_cast<
 // floats are also stored there (elem(k) as is), each element by exactly one lane.
 //   frag: lane 4b + t holds elements 32b + 2t + {0, 1, 8, 9, 16, 17, 24, 25} of the k-tile (the
 //         mma.sync B fragment of block b for column g = r % 8), hi f16 parts; frag_lo the low parts.
-//   sums[kind] (those not null): the block's sums of its 32 hi values h_l (element 32b + l in lane
-//         l) made from E_b (the lanes l % 16 < 8) and O_b (the others) (matmul_order.h), times a
-//         power of two, kept as hi = f16(x) and lo = f16(x - hi): exact steps but the roundings,
-//         so hi + lo carries ~22 bits:
-//           Block   s_b 2^-5: lane (g, t)'s 8 bytes are the f16 pairs (hi(s_t), hi(s_t+4)) and
-//                   (lo(s_t), lo(s_t+4)) (the min term's B fragment)
-//           Q4_0    v_b 2^-14, the same way
-//           KQuant  s_b as Block, then 32 bytes on v'_b 2^-14 the same way
-//         The powers of two keep the sums inside f16's range: |x'| < 2^15, so |s_b| < 2^20 and
-//         |v_b|, |v'_b| < 1104 * 16 * 2^15 < 2^29.2.
+//   sums: block b's 32 hi codes summed by warp_sum with element 32b + l in lane l (s_b), then
+//         the min-term B fragments of the row (kernels.h): lane (g, t)'s 8 bytes are the f16 pairs
+//         (hi(s_t 2^-5), hi(s_t+4 2^-5)) and (lo(..), lo(..)), lo = f16(s_b 2^-5 - hi): exact
+//         steps but the two roundings, so hi + lo carries ~22 bits of s_b. The 2^-5 keeps
+//         |s_b| < 32 * 2^15 inside f16's range.
 template <typename Elem>
 __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool valid, float inv, const F16Act& a,
                                                int64_t kt, float* out_row) {
@@ -130,72 +125,33 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
     reinterpret_cast<uint4*>(a.frag)[at] = make_uint4(w[0], w[1], w[2], w[3]);
     reinterpret_cast<uint4*>(a.frag_lo)[at] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
   }
-  float h[kTileBlocks];
+  float s[kTileBlocks];
 #pragma unroll
   for (int b = 0; b < kTileBlocks; ++b) {
     const int64_t k = kt * kTileK + 32 * b + lane;
-    h[b] = __half2float(hi_of(scaled(k)));
+    s[b] = __half2float(hi_of(scaled(k)));
     if (out_row != nullptr && valid && k < cols) out_row[k] = elem(k);
   }
-  // Per block: E_b, the sum of h over the lanes l % 16 < 8 (the elements the decode offsets by 1024),
-  // and O_b over the others (offset 64), in one butterfly: xor 1, 2, 4 (within 8 lanes), then xor
-  // 16; lane 0 then holds E_b and lane 8 O_b, which lane 0 reads.
-  uint8_t* const block = a.sums[static_cast<int>(MinSums::Block)];
-  uint8_t* const q4_0 = a.sums[static_cast<int>(MinSums::Q4_0)];
-  uint8_t* const kquant = a.sums[static_cast<int>(MinSums::KQuant)];
-  static_assert(kMinSumKinds == 3, "every kind's sums are made below");
-  float e[kTileBlocks], o[kTileBlocks];
-  if (block != nullptr || q4_0 != nullptr || kquant != nullptr) {
 #pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) {
-      float x = h[b];
-      x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, 1));
-      x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, 2));
-      x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, 4));
-      x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, 16));
-      e[b] = x;
-      o[b] = __shfl_sync(0xffffffffu, x, 8);
-    }
-  }
-  auto hi_lo = [&](float x, uint16_t& hi, uint16_t& lo) {
-    const __half hh = hi_of(x);
-    hi = __half_as_ushort(hh);
-    lo = lo_bits(x, hh);
-  };
-  const int64_t share = (n8 * a.n_kt + kt) * 8 + g;  // the row's share, in units of its kind's row bytes
-  // A 32-byte piece (lane 0 writes it): per t, the pairs (hi(x_t), hi(x_t+4)) and (lo, lo) of sum * scale.
-  auto store_pairs = [&](const float (&sum)[kTileBlocks], float scale, uint8_t* dst) {
+  for (int b = 0; b < kTileBlocks; ++b) s[b] = warp_sum(s[b]);
+  if (lane == 0) {
     uint32_t w[8];
 #pragma unroll
     for (int tt = 0; tt < 4; ++tt) {
       uint16_t hi[2], lo[2];
-      hi_lo(__fmul_rn(sum[tt], scale), hi[0], lo[0]);
-      hi_lo(__fmul_rn(sum[tt + 4], scale), hi[1], lo[1]);
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const float v = __fmul_rn(s[tt + 4 * q], 0.03125f);  // exact: a power of two
+        const __half h = hi_of(v);
+        hi[q] = __half_as_ushort(h);
+        lo[q] = lo_bits(v, h);
+      }
       w[2 * tt] = pack2(hi[0], hi[1]);
       w[2 * tt + 1] = pack2(lo[0], lo[1]);
     }
-    reinterpret_cast<uint4*>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    reinterpret_cast<uint4*>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
-  };
-  constexpr float k2m5 = 0.03125f, k2m14 = 1.0f / 16384.0f;
-  // The kinds' sums from E_b and O_b (matmul_order.h), in lane 0: s_b = E_b + O_b;
-  // v_b = fma(1032, E_b, 72 O_b) and v'_b = fma(1024, E_b, 64 O_b) (64 O_b exact).
-  float sum[kTileBlocks];
-  if (lane == 0 && (block != nullptr || kquant != nullptr)) {
-#pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) sum[b] = __fadd_rn(e[b], o[b]);
-    if (block != nullptr) store_pairs(sum, k2m5, block + share * 32);
-    if (kquant != nullptr) store_pairs(sum, k2m5, kquant + share * 64);
-  }
-  if (lane == 0 && q4_0 != nullptr) {
-#pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) sum[b] = __fmaf_rn(1032.0f, e[b], __fmul_rn(72.0f, o[b]));
-    store_pairs(sum, k2m14, q4_0 + share * 32);
-  }
-  if (lane == 0 && kquant != nullptr) {
-#pragma unroll
-    for (int b = 0; b < kTileBlocks; ++b) sum[b] = __fmaf_rn(1024.0f, e[b], __fmul_rn(64.0f, o[b]));
-    store_pairs(sum, k2m14, kquant + share * 64 + 32);
+    uint4* dst = reinterpret_cast<uint4*>(a.sums + ((n8 * a.n_kt + kt) * 8 + g) * 32);
+    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
   }
 }
 

@@ -184,7 +184,6 @@ void CudaBackend::upload_matrix(WeightRef& w, const void* host) {
     fail("weight {}: {} rows of {} values are not whole 256-value super-blocks (corrupt file?)", w.name,
          quant::type_name(w.type), w.n_in);
   DevWeight dw = plan_layout(w.type, w.n_in, w.n_out, w.n_mat);
-  if (has_min_term(dw.type)) act_sums_[static_cast<int>(min_sums_of(dw.type))] = true;
   if (dw.type != w.type) {
     static std::vector<GgmlType> told;  // one notice per type
     auto bits_per_weight = [](GgmlType t) {
@@ -431,9 +430,7 @@ F16Act CudaBackend::activation(MatmulInput in, int64_t rows, int64_t cols) {
   a.n_kt = k_tiles(cols);
   a.frag = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
   a.frag_lo = reinterpret_cast<uint8_t*>(scratch(act_f16_frag_bytes(rows, cols) / sizeof(float)));
-  for (int k = 0; k < kMinSumKinds; ++k)
-    if (act_sums_[k])
-      a.sums[k] = reinterpret_cast<uint8_t*>(scratch(act_f16_sums_bytes(rows, cols, MinSums(k)) / sizeof(float)));
+  a.sums = reinterpret_cast<uint8_t*>(scratch(act_f16_sums_bytes(rows, cols) / sizeof(float)));
   a.exps = reinterpret_cast<int32_t*>(scratch(static_cast<size_t>(rows)));
   act_f16(x, a, stream_);
   return a;
@@ -456,12 +453,9 @@ uint64_t CudaBackend::rms_norm(const float* x, const VecRef& w, float* out, int6
 // The persistent slot the RMSNorm writes its output's f16 form into; the matmuls of that output
 // find it through the token rms_norm returns. Each norm output is consumed before the next norm runs.
 F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
-  auto aligned = [](size_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
-  const size_t frag = aligned(act_f16_frag_bytes(rows, cols));
-  size_t sums[kMinSumKinds] = {}, sums_total = 0;
-  for (int k = 0; k < kMinSumKinds; ++k)
-    if (act_sums_[k]) sums_total += sums[k] = aligned(act_f16_sums_bytes(rows, cols, MinSums(k)));
-  const size_t need = 2 * frag + sums_total + static_cast<size_t>(rows) * 4;
+  const size_t frag = (act_f16_frag_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
+  const size_t sums = (act_f16_sums_bytes(rows, cols) + kAlign - 1) / kAlign * kAlign;
+  const size_t need = 2 * frag + sums + static_cast<size_t>(rows) * 4;
   if (need > act_slot_bytes_) {
     MEMRA_ASSERT(!capturing_, "activation slot grew during graph capture");
     drop_graphs();  // recorded steps write the old slot
@@ -475,13 +469,8 @@ F16Act CudaBackend::act_slot(int64_t rows, int64_t cols) {
   a.n_kt = k_tiles(cols);
   a.frag = act_slot_;
   a.frag_lo = act_slot_ + frag;
-  size_t at = 2 * frag;
-  for (int k = 0; k < kMinSumKinds; ++k) {
-    if (!act_sums_[k]) continue;
-    a.sums[k] = act_slot_ + at;
-    at += sums[k];
-  }
-  a.exps = reinterpret_cast<int32_t*>(act_slot_ + at);
+  a.sums = act_slot_ + 2 * frag;
+  a.exps = reinterpret_cast<int32_t*>(act_slot_ + 2 * frag + sums);
   return a;
 }
 

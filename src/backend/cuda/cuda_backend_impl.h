@@ -126,9 +126,6 @@ class CudaBackend final : public Backend {
   uint8_t* act_slot_ = nullptr;
   size_t act_slot_bytes_ = 0;
   F16Act act_slot(int64_t rows, int64_t cols);
-  // Which min-term sums the activations carry (F16Act::sums[kind]): those the weight types uploaded
-  // so far read (upload_matrix), so a model of one type pays for the ones its matmuls read.
-  bool act_sums_[kMinSumKinds] = {};
 };
 
 }  // namespace memra::cuda

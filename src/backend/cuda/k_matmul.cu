@@ -221,8 +221,9 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
   constexpr int kSmemBudget = 227 << 10;  // the sm_90 per-block limit
   auto smem = [&](int warps) {
     const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
-    const int sum_tile = has_min_term(type) ? 8 * min_sum_row_bytes(min_sums_of(type)) : 0;
-    return kStages * (warps * c.mt * args.tile_bytes + c.nt * kActTileBytes * (lo ? 2 : 1) + c.nt * sum_tile) +
+    const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+    return kStages * (warps * c.mt * args.tile_bytes + c.nt * kActTileBytes * (lo ? 2 : 1) +
+                     (sums ? c.nt * kSumTileBytes : 0)) +
            8 * 8 * c.nt + 8 * kStages;
   };
   while (c.warps > 1 && smem(c.warps) > kSmemBudget) c.warps /= 2;
@@ -260,10 +261,7 @@ Args base_args(const DevWeight& w, const F16Act& x) {
   a.groups = 1;
   a.act = x.frag;
   a.act_lo = x.frag_lo;
-  if (has_min_term(w.type)) {
-    a.sums = x.sums[static_cast<int>(min_sums_of(w.type))];
-    MEMRA_ASSERT(a.sums, "matmul: the activations lack the sums a {} weight's min terms read", quant::type_name(w.type));
-  }
+  a.sums = x.sums;
   a.exps = x.exps;
   return a;
 }

@@ -8,7 +8,6 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/device_step.h"
-#include "backend/cuda/weight_layout.h"
 
 namespace memra::cuda {
 
@@ -20,24 +19,23 @@ constexpr int kMaxExpertsUsed = 64;    // k_moe.cu: top-k per token
 // ---- activations in the f16 form the matmuls consume (matmul_order.h) ----
 // Row r of x, scaled by 2^-exps[r] and rounded to f16, in the tensor-core B-fragment order:
 // frag[n8][kt][b][g][t] is 16 bytes = the 4 half2 pairs (p = 0..3) of elements
-// kt*256 + 32b + 8p + 2t + {0, 1} of row 8*n8 + g. frag_lo (same layout) holds the f16 rounding of
-// what frag leaves out (x' - hi), which the float weight types also multiply, so their products see
-// ~22 bits of each activation. sums[kind] (weight_layout.h MinSums) holds the row's block sums the
-// min terms of the weight types of that kind read, [n8][kt][g][min_sum_row_bytes(kind)]: the f16 hi
-// and lo parts of scaled float sums of the row's f16 values (matmul_order.h; act_f16.cuh
-// write_act_tile says which sum sits where). An array is null where no
-// uploaded weight type reads it (the producers then skip it). Rows are padded with zeros to whole
-// n-tiles of 8 and columns to whole k-tiles of 256.
+// kt*256 + 32b + 8p + 2t + {0, 1} of row 8*n8 + g. sums[n8][kt][g][t] is 8 bytes: the K-quants'
+// min-term B fragment of lane (g, t) (matmul_order.h): the f16 hi and lo parts of s_b 2^-5 for
+// blocks b = t and t + 4, where s_b is the float sum of the block's 32 f16 values in warp_sum's
+// butterfly; 32 bytes a row and k-tile. frag_lo (same layout) holds the
+// f16 rounding of what frag leaves out (x' - hi), which the float weight types also multiply, so
+// their products see ~22 bits of each activation. Rows are padded with zeros to whole n-tiles of
+// 8 and columns to whole k-tiles of 256.
 struct F16Act {
   uint8_t* frag = nullptr;
   uint8_t* frag_lo = nullptr;
-  uint8_t* sums[kMinSumKinds] = {};
+  uint8_t* sums = nullptr;
   int32_t* exps = nullptr;
   int64_t rows = 0, cols = 0, n_kt = 0;
 };
 // Bytes of each array for rows x cols (frag_lo: as frag).
 size_t act_f16_frag_bytes(int64_t rows, int64_t cols);
-size_t act_f16_sums_bytes(int64_t rows, int64_t cols, MinSums kind);
+size_t act_f16_sums_bytes(int64_t rows, int64_t cols);
 void act_f16(const float* x, const F16Act& out, cudaStream_t stream);
 
 // ---- matmul (k_matmul.cu) ----

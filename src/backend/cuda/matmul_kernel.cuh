@@ -18,6 +18,7 @@ namespace memra::cuda::matmul_impl {
 
 constexpr int kMaxTargets = 4;
 constexpr int kActTileBytes = kTileBlocks * 8 * 4 * 16;  // one n-tile's fragments of one k-tile: 4 KiB
+constexpr int kSumTileBytes = 8 * 32;                    // its block-sum fragments (F16Act::sums): 256 bytes
 // In shared memory a stage holds the block's n-tiles of one k-tile in the F16Act layout,
 // [n][b][g][t] 16-byte pieces (4 KiB an n-tile): the 8 lanes of each LDS.128 phase (rows g, g + 1;
 // t = 0..3) read 128 contiguous bytes, so no padding is needed, and an ungrouped launch fills it
@@ -74,7 +75,7 @@ struct Shape {
   static constexpr int kWarpStage = MT * S::f.tile_bytes;  // one warp's verbatim weight tiles per stage
   // Stage: the warps' weight tiles, activation n-tiles (hi, then lo for the float types), sums.
   static constexpr int kActBytes = NT * kActTileBytes * (S::kUsesLo ? 2 : 1);
-  static constexpr int kActSumBytes = kActBytes + NT * S::kSumTileBytes;
+  static constexpr int kActSumBytes = kActBytes + (S::kUsesSums ? NT * kSumTileBytes : 0);
   MEMRA_ORDER_HD static constexpr int stage_bytes(int warps) { return warps * kWarpStage + kActSumBytes; }
 };
 
@@ -201,8 +202,8 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
           bulk_copy(dst + n * kActTileBytes, a.act + src, kActTileBytes, bars + stage);
           if constexpr (S::kUsesLo) bulk_copy(dst + lo_off + n * kActTileBytes, a.act_lo + src, kActTileBytes, bars + stage);
           if constexpr (S::kUsesSums)
-            bulk_copy(dst + sums_off + n * S::kSumTileBytes, a.sums + ((n8_0 + n) * a.n_kt + kt) * S::kSumTileBytes,
-                      S::kSumTileBytes, bars + stage);
+            bulk_copy(dst + sums_off + n * kSumTileBytes, a.sums + ((n8_0 + n) * a.n_kt + kt) * kSumTileBytes,
+                      kSumTileBytes, bars + stage);
         }
       }
       return;
@@ -215,13 +216,12 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
       cp_async16(dst + off, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(dst + lo_off + off, a.act_lo + src);
     }
-    if constexpr (S::kUsesSums) {  // kSumRowBytes a row: sums[n8][kt][g][..]
-      constexpr int kPieces = S::kSumRowBytes / 16;
-      for (int i = tid; i < rows_here * kPieces; i += blockDim.x) {
-        const int row = i / kPieces, piece = i % kPieces;
+    if constexpr (S::kUsesSums) {  // 32 bytes a row: sums[n8][kt][g][t]
+      for (int i = tid; i < rows_here * 2; i += blockDim.x) {
+        const int row = i >> 1, half = i & 1;
         const int64_t sr = src_row[row];
-        cp_async16(dst + sums_off + (row >> 3) * S::kSumTileBytes + (row & 7) * S::kSumRowBytes + piece * 16,
-                   a.sums + ((sr >> 3) * a.n_kt + kt) * S::kSumTileBytes + (sr & 7) * S::kSumRowBytes + piece * 16);
+        cp_async16(dst + sums_off + (row >> 3) * kSumTileBytes + (row & 7) * 32 + half * 16,
+                   a.sums + ((sr >> 3) * a.n_kt + kt) * kSumTileBytes + (sr & 7) * 32 + half * 16);
       }
     }
   };
@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
 #pragma unroll
     for (int m = 0; m < MT; ++m)
       load_tile_regs<T>(tile0 + m * S::f.tile_bytes + lane * 16,
-                        tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, regs[m]);
+                        tile0 + m * S::f.tile_bytes + S::f.row_data_off + g * kRowBytes, t, regs[m]);
 
     auto block = [&](auto bconst) {
       constexpr int B = decltype(bconst)::value;
@@ -298,12 +298,10 @@ __global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
     for_each_block(block);
     if constexpr (S::kUsesSums) {
 #pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        const uint8_t* tile = tile0 + m * S::f.tile_bytes;
-        const MinA ma = min_a_of<T>(regs[m], tile + S::f.row_data_off + g * kRowBytes, t);
+      for (int n = 0; n < NT; ++n) {
+        const uint2 sf = lds<uint2>(act + sums_off + n * kSumTileBytes + lane * 8);
 #pragma unroll
-        for (int n = 0; n < NT; ++n)
-          min_term<T, !ONE_ROW>(ma, act + sums_off + n * S::kSumTileBytes + g * S::kSumRowBytes, t, acc[m][n]);
+        for (int m = 0; m < MT; ++m) min_term<T, !ONE_ROW>(regs[m], sf, acc[m][n]);
       }
     }
   }

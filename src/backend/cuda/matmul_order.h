@@ -6,34 +6,19 @@
 // rounded to f16:
 //   e_r   = ilogb(max_k |x_rk|) - 14, clamped to [-100, 113]; 0 for an all-zero or non-finite max
 //   x'_rk = f16_rn(x_rk * 2^-e_r)            (|x'| < 2^15: no f16 overflow, full f16 precision)
-//   E_rb, O_rb = float sums of block b's x' over the elements 32b + l with l % 16 < 8 (E) and the
-//           others (O), in one butterfly over the lanes (element 32b + l in lane l): xor 1, 2, 4,
-//           then 16 (E in lane 0, O in lane 8)
-//   s_rb  = E_rb + O_rb (Q8_0 and the K-quants' min terms)
-//   v_rb  = fma(1032, E_rb, 72 O_rb) (Q4_0's), v'_rb = fma(1024, E_rb, 64 O_rb) (the K-quants')
-//   Each is kept as two f16 parts of it times 2^-5 (s) or 2^-14 (v, v'): hi = f16_rn(x),
-//   lo = f16_rn(x - hi) (|x'| < 2^15, so |s| < 2^20 and |v|, |v'| < 1104 * 16 * 2^15 stay inside
-//   f16's range after the scaling)
+//   s_rb  = the float sum of x'_r,32b .. x'_r,32b+31 in common.cuh warp_sum's butterfly, element
+//           32b + l in lane l (K-quants), kept as two f16 parts of s_rb 2^-5: hi = f16_rn(s_rb 2^-5),
+//           lo = f16_rn(s_rb 2^-5 - hi)
 // e_r depends on row r alone, so the scaling is per sequence and batch-invariant.
 //
 // Weights. Row j's blocks of 32 elements give integer codes c (or f16 values) and float scales:
-//   Q4_0  c = q + 1024 (elements 0-7 and 16-23 of the block) or q + 64 (8-15, 24-31), q the nibble
-//         (its value is q - 8)     D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
-//         after the k-tile's 8 blocks, its min term:  M = dot(d, (hi, lo) of v_r 2^-14)
-//                                                   acc = fma(-2^14, M, acc)
-//   Q8_0  c = q + 1152 (q the signed code)
-//                              D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
-//         after the k-tile's 8 blocks, its min term:  M = dot(d, (hi, lo) of s_r 2^-5)
-//                                                   acc = fma(-36864, M, acc)
-//   Q4_K  c = q + 1024 (elements 0-7, 16-23) or q + 64 (8-15, 24-31), q the 4-bit code (5-bit: Q5_K)
-//                              D_b = dot(c, x')          acc = fma(d*sc_b, D_b, acc)
-//         after the k-tile's 8 blocks, its min terms: M = dot(m, (hi, lo) of s_r 2^-5)
-//                                                   acc = fma(-32 dmin, M, acc)
-//                                                   M' = dot(sc, (hi, lo) of v'_r 2^-14)
-//                                                   acc = fma(-2^14 d, M', acc)
+//   Q4_0  c = q - 8            D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
+//   Q8_0  c = q                D_b = dot(c, x')          acc = fma(d_b, D_b, acc)
+//   Q4_K  c = q (5-bit: Q5_K)  D_b = dot(c, x')          acc = fma(d*sc_b, D_b, acc)
+//         after the k-tile's 8 blocks, its min term:  M = dot(m, (hi, lo))   acc = fma(-32 dmin, M, acc)
 //   Q6_K  c = q - 32           D_b0, D_b1 = dot over each 16-element half
-//                                                   acc = fma(d*sc_b0, D_b0, acc)
-//                                                   acc = fma(d*sc_b1, D_b1, acc)
+//                                                        acc = fma(d*sc_b0, D_b0, acc)
+//                                                        acc = fma(d*sc_b1, D_b1, acc)
 //   F16   c = w                D_b = dot(c, x') + dot(c, x'lo)         acc = acc + D_b
 //   BF16  c = f16(w * 2^-p_b)  D_b = dot(c, x') + dot(c, x'lo)         acc = fma(2^p_b, D_b, acc)
 //   F32   c = hi + lo, hi = f16(w * 2^-p_b), lo = f16(w * 2^-p_b - hi):
@@ -41,24 +26,16 @@
 //                                                                     acc = fma(2^p_b, D_b, acc)
 // where x'lo = f16_rn(x * 2^-e_r - x'): the float types see ~22 bits of each activation (their
 // weights carry more than the 11 bits x' keeps; quantized codes do not, and x' alone serves them).
-// Q3_K runs as Q6_K (c = its code -4..3, d*sc_b its signed scale), Q5_0 as Q8_0 (q = its code - 16) and
-// IQ4_NL as Q8_0 (q = its table value): the same values (quant.h lossless_wider_type), the order of
+// Q3_K runs as Q6_K (c = its code -4..3, d*sc_b its signed scale), Q5_0 as Q8_0 (c = q - 16) and
+// IQ4_NL as Q8_0 (c = its table value): the same values (quant.h lossless_wider_type), the order of
 // the type they run as. IQ4_XS runs as Q8_0 too, its sub-block scales d * (scale - 32) rounded to
 // f16 (quant.h rounded_wider_type: 2^-11 relative a weight on top of the activations' rounding).
-// (d*sc is an exact float product: 11-bit times 6- or 7-bit integers.) A min term is one
-// tensor-core product a k-tile and row: its 16 K slots hold blocks t and t + 4 (t = 0..3) at 2t,
-// 2t + 1 with the hi parts and at 2t + 8, 2t + 9 with the lo parts, A the row's per-block quantity
-// in both halves (the K-quants' mins m_b and scales sc_b, 6-bit integers; Q4_0 / Q8_0's scales d_b,
-// f16 values: exact), so M = sum_b m_b (hi_b + lo_b) = sum_b m_b s_rb 2^-5 up to the ~2^-22 the
-// parts leave out and the tensor core's sum; -32 dmin, -2^14, -36864 and -2^14 d are exact.
-// Why Q4_0, Q8_0 and the K-quants carry offsets: the decode puts a code under an f16 exponent as it is
-// (one LOP3 a pair of nibbles: 0x6400 | q is 1024 + q, 0x5400 | q << 4 is 64 + q, high bits merged
-// the same way; one PRMT a pair of bytes: 0x64 above code + 128 is 1152 + q), and taking the offset
-// back out of each pair cost one f16 subtract or multiply-add a pair, a quarter of a Q4_0 k-tile's
-// instructions (SASS, 2026-12-05); the min terms take it out once a k-tile:
-// sum_b d_b D_b - sum_b d_b v_rb = sum_b d_b dot(q - 8, x'). The offsets make D_b ~2^8 larger than
-// the dot it carries, so the tensor core's and the fma's roundings (~2^-23 of their operands) weigh
-// ~2^-15 of each block's sum of |w x'|.
+// (d*sc is an exact float product: 11-bit times 6- or 7-bit integers.) The K-quants' min term is
+// one tensor-core product a k-tile and row: its 16 K slots hold blocks t and t + 4 (t = 0..3) at
+// 2t, 2t + 1 with the hi parts and at 2t + 8, 2t + 9 with the lo parts, A the row's mins m_b (6-bit
+// integers, exact in f16) in both halves, so M = sum_b m_b (hi_b + lo_b) = sum_b m_b s_rb 2^-5 up
+// to the ~2^-22 the parts leave out and the tensor core's sum; -32 dmin is exact. p_b is the
+// block's exponent chosen at upload (the same rule as e_r over the block's 32 weights of one row).
 // dot() is the tensor core's: mma.sync m16n8k16 with f16 inputs and float accumulation, over
 // elements 0-15 of the block from C = +0, then elements 16-31 with C = that result (Q6_K: each
 // half from +0); a sum of dots continues the same chain in the order written. Its products are exact and its sum is a fixed function of the 16 product pairs

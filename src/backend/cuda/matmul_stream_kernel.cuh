@@ -52,14 +52,12 @@ MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int n_kt, in
                                              int parts = 1) {
   const TileFormat f = tile_format(type);
   const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
-  // The one row's min-term sums of each k-tile (row 0 of the n-tile's sum tile): a block stages
-  // only those (the other 7 rows are padding).
-  const int row_sums = has_min_term(type) ? min_sum_row_bytes(min_sums_of(type)) : 0;
+  const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
   StreamSmem s{};
   s.act = 0;
   s.act_lo = n_kt * 512;
   s.sums = s.act_lo + (lo ? n_kt * 512 : 0);
-  s.red = s.sums + n_kt * row_sums;
+  s.red = s.sums + (sums ? n_kt * kSumTileBytes : 0);
   s.terms = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
   s.ring = s.terms + (parts > 1 ? 2 * warps * mt * fold_slots(type) * kGroupRows * fold_terms(type) * 4 : 0);
   s.slot = mt * f.tile_bytes;
@@ -212,9 +210,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       if constexpr (S::kUsesLo) cp_async16(smem + L.act_lo + c * 16, a.act_lo + src);
     }
     if constexpr (S::kUsesSums) {
-      constexpr int kPieces = S::kSumRowBytes / 16;
-      for (int c = tid; c < n_kt * kPieces; c += blockDim.x)
-        cp_async16(smem + L.sums + c * 16, a.sums + (c / kPieces) * S::kSumTileBytes + (c % kPieces) * 16);
+      for (int c = tid; c < n_kt * (kSumTileBytes / 16); c += blockDim.x)
+        cp_async16(smem + L.sums + c * 16, a.sums + c * 16);
     }
     cp_async_commit();
     cp_async_wait<0>();
@@ -257,12 +254,12 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       const uint8_t* slot = ring + cur_slot * L.slot;
       const uint8_t* act = smem + L.act + kt * 512;
       [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * 512;
-      [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * S::kSumRowBytes;  // the one row's, every column
+      [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kSumTileBytes;
       TileRegs<T> regs[MT] = {};
 #pragma unroll
       for (int m = 0; m < MT; ++m)
-        load_tile_regs<T>(slot + m * kTileBytes + lane * 16, slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes,
-                          regs[m]);
+        load_tile_regs<T>(slot + m * kTileBytes + lane * 16,
+                          slot + m * kTileBytes + S::f.row_data_off + g * kRowBytes, t, regs[m]);
       auto block = [&](auto bconst) {
         constexpr int B = decltype(bconst)::value;
         const uint4 bf = lds<uint4>(act + B * b_stride + lane_act);
@@ -300,27 +297,21 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
         }
       };
       for_each_block(block);
-      if constexpr (S::kUsesSums) {  // the min terms, after the blocks (slots kTileBlocks + i of the split form)
+      if constexpr (S::kUsesSums) {  // the min term, after the blocks (slot kTileBlocks of the split form)
+        const uint2 sf = lds<uint2>(sums + lane * 8);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
-          const uint8_t* tile = slot + m * kTileBytes;
-          const MinA ma = min_a_of<T>(regs[m], tile + S::f.row_data_off + g * kRowBytes, t);
           if constexpr (!SPLIT) {
-            min_term<T, false>(ma, sums, t, acc[m]);
+            min_term<T, false>(regs[m], sf, acc[m]);
           } else {
-            auto term = [&](auto iconst) {
-              constexpr int I = decltype(iconst)::value;
-              float mm[4];
-              min_dots<T, I>(ma, sums, t, mm);
-              if (t == 0) {
+            float mm[4];
+            min_dots<T>(regs[m], sf, mm);
+            if (t == 0) {
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
-                  *reinterpret_cast<float2*>(out_terms + ((m * kSlots + kTileBlocks + I) * kGroupRows + g + 8 * h) * TC) =
-                      make_float2(ma.scale[I][h], mm[2 * h]);
-              }
-            };
-            term(std::integral_constant<int, 0>{});
-            if constexpr (S::kMinTerms > 1) term(std::integral_constant<int, 1>{});
+              for (int h = 0; h < 2; ++h)
+                *reinterpret_cast<float2*>(out_terms + ((m * kSlots + kTileBlocks) * kGroupRows + g + 8 * h) * TC) =
+                    make_float2(regs[m].min_scale[h], mm[2 * h]);
+            }
           }
         }
       }
@@ -349,9 +340,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
 #pragma unroll
             for (int b = 0; b < kSlots; ++b) {
               const float* v = src + b * kGroupRows * TC;
-              if (b >= kTileBlocks) {  // a min term: (scale, value)
-                fold_min(folded, v[0], v[1]);
-              } else if constexpr (TC == 1) {
+              if constexpr (TC == 1) {
                 fold_block<T>(folded, 0.0f, v[0], 0.0f, 0.0f);
               } else if constexpr (TC == 2) {
                 const float2 x = *reinterpret_cast<const float2*>(v);

@@ -20,13 +20,9 @@ struct TileSpec {
   // BF16 / F32 one 16-byte piece (the block exponents), the quantized types two (Q6_K's two d
   // values sit apart, at d_off + g * 4); F16 has no section.
   static constexpr int kRowBytes = (T == GgmlType::BF16 || T == GgmlType::F32) ? 16 : 32;
-  // The k-tile's min terms (weight_layout.h MinSums): tensor-core products of a per-(row, block)
-  // weight quantity and the activations' sums of this type's kind (F16Act::sums[kind], which
-  // Args::sums points to): one row's share a k-tile is kSumRowBytes, an n-tile's kSumTileBytes.
-  static constexpr bool kUsesSums = has_min_term(T);
-  static constexpr int kMinTerms = min_terms(T);
-  static constexpr int kSumRowBytes = kUsesSums ? min_sum_row_bytes(min_sums_of(T)) : 0;
-  static constexpr int kSumTileBytes = 8 * kSumRowBytes;
+  // Q4_K / Q5_K: the k-tile's min term is one more tensor-core product, of the rows' mins and the
+  // activations' block-sum fragments (F16Act::sums; matmul_order.h).
+  static constexpr bool kUsesSums = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
   // Float weights also multiply the activations' low f16 parts (F16Act::frag_lo).
   static constexpr bool kUsesLo = T == GgmlType::F16 || T == GgmlType::BF16 || T == GgmlType::F32;
 };
@@ -37,13 +33,12 @@ __device__ __forceinline__ V lds(const uint8_t* p) {
 }
 
 // Bytes 2q, 2q+1 (q = 0, 1) of w, codes stored as code + 128 (weight_layout.h), to two f16 values:
-// each byte placed under the f16 exponent of 1024, so 1152 + code (exact; the min term takes the
-// 1152 back out once a k-tile: matmul_order.h).
+// each byte placed under the f16 exponent of 1024, then 1024 + 128 taken off (exact).
 __device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
   // The constant as the first source and the selector a literal: ptxas then keeps 0x64646464 in
   // one register and encodes the selector in the PRMT (the other way round it re-made the selector
   // registers, ~4 moves a block: SASS, 2026-12-04).
-  return __byte_perm(0x64646464u, w_biased, q == 0 ? 0x0504u : 0x0706u);
+  return sub_f16x2(__byte_perm(0x64646464u, w_biased, q == 0 ? 0x0504u : 0x0706u), 0x64806480u);
 }
 
 // A block's A fragments for both halves (A[0]: elements 0-15, A[1]: 16-31) of one m-tile.
@@ -68,24 +63,22 @@ template <GgmlType T>
 struct TileRegs {
   uint4 row[2];  // per-row data pieces of rows g, g+8 (Q4_K/Q5_K meta, Q6_K scales; unused otherwise)
   uint4 extra[2];
+  // Q4_K / Q5_K: the min term's A fragment words of rows g, g + 8 (the f16 pair (m_t, m_t+4),
+  // matmul_order.h) and its scale -32 dmin of each row.
+  uint32_t min_a[2];
+  float min_scale[2];
 };
 
-// The min terms' A fragments (a0..a3 of rows g, g + 8; matmul_order.h) and their scales of rows
-// g, g + 8. Term 0: the K-quants' mins (m_t, m_t+4) with -32 dmin; Q4_0 / Q8_0's scales
-// (d_t, d_t+4) with -2^14 / -36864. Term 1 (K-quants): their scales (sc_t, sc_t+4) with -2^14 d.
-// Made after the k-tile's blocks (min_a_of), so they are not live across the blocks' decode.
-struct MinA {
-  uint32_t a[kMaxMinTerms][4];
-  float scale[kMaxMinTerms][2];
-};
+// The shift that brings a lane's min fields to the low bits of the meta words (z, w) read as one
+// 64-bit value: fields 8 + t (bit 48 + 6t of the 96-bit field string, which starts at word y)
+// and 12 + t (24 bits above it). t = lane % 4: a constant of the lane.
+__device__ __forceinline__ int min_field_shift(int t) { return 16 + 6 * t; }
 
-// The K-quant meta's six-bit fields F and F + 4 (bits 6F and 6F + 24 of the 96-bit field string,
-// which starts at word y) as an f16 pair: `lo`, `hi` are the two words the fields sit in and
-// `shift` brings field F to bit 0 (t = lane % 4 makes it a constant of the lane). A byte permute
-// brings the upper field to bit 16, one LOP3 masks both and sets the exponent of 1024 (1024 + m,
-// exact), and 1024 comes off in f16 (exact).
-__device__ __forceinline__ uint32_t field_pair_f16(uint32_t lo, uint32_t hi, int shift) {
-  const uint32_t v = static_cast<uint32_t>((static_cast<uint64_t>(hi) << 32 | lo) >> shift);
+// The min term's A fragment word of one row: the f16 pair (m_t, m_t+4) of its meta (matmul_order.h).
+// The two fields are 24 bits apart; a byte permute brings the upper one to bit 16, one LOP3 masks
+// both and sets the exponent of 1024 (1024 + m, exact), and 1024 comes off in f16 (exact).
+__device__ __forceinline__ uint32_t min_pair_f16(const uint4& m, int shift) {
+  const uint32_t v = static_cast<uint32_t>((static_cast<uint64_t>(m.w) << 32 | m.z) >> shift);
   return sub_f16x2(and_or<0x003F003Fu, 0x64006400u>(__byte_perm(v, 0u, 0x4340u)), 0x64006400u);
 }
 
@@ -94,44 +87,23 @@ __device__ __forceinline__ uint32_t field_pair_f16(uint32_t lo, uint32_t hi, int
 // Q6_K's d pair at dp (tile + d_off + g * 4). t: the lane's index in its quad (lane % 4).
 constexpr int kRowStride = 16;
 template <GgmlType T>
-__device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t* rp, TileRegs<T>& r) {
+__device__ __forceinline__ void load_tile_regs(const uint8_t* wl, const uint8_t* rp, int t, TileRegs<T>& r) {
   if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
     r.row[0] = lds<uint4>(rp);
     r.row[1] = lds<uint4>(rp + kRowStride);
+  }
+  if constexpr (TileSpec<T>::kUsesSums) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      r.min_a[h] = min_pair_f16(r.row[h], min_field_shift(t));
+      r.min_scale[h] = __fmul_rn(f16_bits_to_float(static_cast<uint16_t>(r.row[h].x >> 16)), -32.0f);  // exact
+    }
   }
   if constexpr (T == GgmlType::Q5_K) r.extra[0] = lds<uint4>(wl + 4 * 512);
   if constexpr (T == GgmlType::Q6_K) {
     r.extra[0] = lds<uint4>(wl + 4 * 512);
     r.extra[1] = lds<uint4>(wl + 5 * 512);
   }
-}
-
-// The min terms' MinA of a k-tile and m-tile, from its TileRegs and its rows' section rp (as
-// load_tile_regs). t: the lane's index in its quad.
-template <GgmlType T>
-__device__ __forceinline__ MinA min_a_of(const TileRegs<T>& r, const uint8_t* rp, int t) {
-  MinA m{};
-  auto both_halves = [&](int i, uint32_t row_g, uint32_t row_g8) {
-    m.a[i][0] = m.a[i][2] = row_g;
-    m.a[i][1] = m.a[i][3] = row_g8;
-  };
-  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
-    // Mins: fields 8 + t, 12 + t (words z, w); scales: fields t, 4 + t (words y, z).
-    both_halves(0, field_pair_f16(r.row[0].z, r.row[0].w, 16 + 6 * t), field_pair_f16(r.row[1].z, r.row[1].w, 16 + 6 * t));
-    both_halves(1, field_pair_f16(r.row[0].y, r.row[0].z, 6 * t), field_pair_f16(r.row[1].y, r.row[1].z, 6 * t));
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float d = f16_bits_to_float(static_cast<uint16_t>(r.row[h].x & 0xFFFFu));
-      m.scale[0][h] = __fmul_rn(f16_bits_to_float(static_cast<uint16_t>(r.row[h].x >> 16)), -32.0f);  // exact
-      m.scale[1][h] = __fmul_rn(d, -16384.0f);                                                       // exact
-    }
-  } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
-    // Block b's scales of rows g and g + 8 are the f16 pair at rp + (b / 4) * 16 + (b % 4) * 4.
-    const uint32_t d_t = lds<uint32_t>(rp + t * 4), d_t4 = lds<uint32_t>(rp + kRowStride + t * 4);
-    both_halves(0, __byte_perm(d_t, d_t4, 0x5410u), __byte_perm(d_t, d_t4, 0x7632u));
-    m.scale[0][0] = m.scale[0][1] = T == GgmlType::Q4_0 ? -16384.0f : -36864.0f;
-  }
-  return m;
 }
 
 __device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
@@ -165,14 +137,16 @@ template <GgmlType T, int B, bool kLop3>
 __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* rp, const uint8_t* dp,
                                              const TileRegs<T>& r, BlockFrags& fr, BlockScales& sc) {
   if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K) {
-    // One LOP3 a pair of codes: pairs 0 and 2 (elements 0-7 of each half) under the exponent of
-    // 1024 as they are (1024 + q), pairs 1 and 3 four bits up under the exponent of 64 (64 + q:
-    // the nibble and any high bits times 2^-4 of 1024's step). Q5_K / Q6_K's high bits are stored
-    // where a rotation of the block's word puts them right above each pair's nibbles
-    // (weight_layout.h: high_bit_pos), one more LOP3 a pair. The offsets (and Q4_0's bias) come
-    // out in the k-tile's min terms (matmul_order.h); Q6_K's in one exact f16 subtract a pair
-    // (1056 and 96: q - 32).
+    // Nibble pairs in few instructions: pairs 0 and 2 sit under the exponent of 1024 as they are
+    // (1024 + c), pairs 1 and 3 stay four bits up (1024 + 16 c) and one fused multiply-add scales
+    // and unbiases them. Q5_K / Q6_K's high bits are stored where a rotation of the block's word
+    // puts them right above each pair's nibbles (weight_layout.h: high_bit_pos), one LOP3 a pair.
+    // Every step is exact (small integers in f16): the fragments are the codes minus the bias.
     constexpr bool kHigh = T == GgmlType::Q5_K || T == GgmlType::Q6_K;
+    constexpr uint32_t kBias = T == GgmlType::Q4_0 ? 0x64086408u : T == GgmlType::Q6_K ? 0x64206420u : 0x64006400u;
+    constexpr uint32_t kSixteenth = 0x2C002C00u;  // 1/16
+    // -(64 + bias): Q4_0 -72, Q6_K -96, Q4_K / Q5_K -64.
+    constexpr uint32_t kHighBias = T == GgmlType::Q4_0 ? 0xD480D480u : T == GgmlType::Q6_K ? 0xD600D600u : 0xD400D400u;
     // The high bits of an even pair at bits 4 and 20 (odd: 8 and 24) once rotated.
     constexpr uint32_t kEvenHigh = T == GgmlType::Q6_K ? 0x00300030u : 0x00100010u;
     constexpr uint32_t kOddHigh = T == GgmlType::Q6_K ? 0x03000300u : 0x01000100u;
@@ -193,18 +167,13 @@ __device__ __forceinline__ void decode_block(const uint8_t* wl, const uint8_t* r
       uint32_t even, odd;
       if constexpr (kLop3) {
         even = and_or<0x000F000Fu, 0x64006400u>(v);
-        odd = and_or<0x00F000F0u, 0x54005400u>(v);
+        odd = and_or<0x00F000F0u, 0x64006400u>(v);
       } else {
         even = (v & 0x000F000Fu) | 0x64006400u;
-        odd = (v & 0x00F000F0u) | 0x54005400u;
+        odd = (v & 0x00F000F0u) | 0x64006400u;
       }
-      fr.a[kHalf][kW] = merge(even, hr, std::false_type{});
-      fr.a[kHalf][2 + kW] = merge(odd, hr, std::true_type{});
-      if constexpr (!TileSpec<T>::kUsesSums) {  // no min term takes the offsets out: subtract them here
-        static_assert(T == GgmlType::Q6_K, "the constants are Q6_K's: 1024 + 32 and 64 + 32");
-        fr.a[kHalf][kW] = sub_f16x2(fr.a[kHalf][kW], 0x64206420u);
-        fr.a[kHalf][2 + kW] = sub_f16x2(fr.a[kHalf][2 + kW], 0x56005600u);
-      }
+      fr.a[kHalf][kW] = sub_f16x2(merge(even, hr, std::false_type{}), kBias);
+      fr.a[kHalf][2 + kW] = fma_f16x2(merge(odd, hr, std::true_type{}), kSixteenth, kHighBias);
     };
     pairs(std::integral_constant<int, 0>{}, std::integral_constant<int, 0>{});
     pairs(std::integral_constant<int, 0>{}, std::integral_constant<int, 1>{});
@@ -322,17 +291,16 @@ MEMRA_ORDER_HD constexpr int fold_terms(GgmlType type) {
 }
 template <GgmlType T>
 constexpr int kFoldTerms = fold_terms(T);
-// How many epilogues a k-tile folds per output: its blocks, and its min terms after them (each a
-// (scale, value) pair, folded by fold_min).
-MEMRA_ORDER_HD constexpr int fold_slots(GgmlType type) { return kTileBlocks + min_terms(type); }
+// How many epilogues a k-tile folds per output: its blocks, and the K-quants' min term after them
+// (a (scale, value) pair like a block's).
+MEMRA_ORDER_HD constexpr int fold_slots(GgmlType type) {
+  return kTileBlocks + (type == GgmlType::Q4_K || type == GgmlType::Q5_K ? 1 : 0);
+}
 template <GgmlType T>
 constexpr int kFoldSlots = fold_slots(T);
-static_assert(kFoldSlots<GgmlType::Q4_K> == kTileBlocks + 2 && kFoldSlots<GgmlType::Q6_K> == kTileBlocks &&
-                  kFoldSlots<GgmlType::F16> == kTileBlocks && kFoldTerms<GgmlType::F16> == 1,
-              "the split form stores a min term's (scale, value) where a block's terms go (F16 has none)");
-
-// A min term's epilogue for one output: c = fma(scale, M, c).
-__device__ __forceinline__ void fold_min(float& c, float scale, float m) { c = __fmaf_rn(scale, m, c); }
+static_assert(kFoldTerms<GgmlType::Q4_K> == 2 && kFoldSlots<GgmlType::Q4_K> == kTileBlocks + 1 &&
+                  TileSpec<GgmlType::Q4_K>::kUsesSums && !TileSpec<GgmlType::Q4_0>::kUsesSums,
+              "the K-quants fold their min term as one more (scale, value) slot");
 
 // The block's epilogue for one output: c takes the block's terms in matmul_order.h's order.
 // s, v: the first scale and dot; s2, v2: the second pair (Q6_K: d*sc of 16-31 and that half's dot).
@@ -370,33 +338,26 @@ __device__ __forceinline__ void block_products(const uint8_t* wl, int B, BlockFr
   }
 }
 
-// Min term I of a k-tile for one m-tile and one n-tile (matmul_order.h): M, a tensor-core product of
-// the rows' per-block quantity (A: MinA::a[I], min_a_of) and the column's sums (B, from `share`: lane
-// (g, t)'s row share of the k-tile's sums, F16Act::sums[kind] row g, or the one row's), from +0:
-// the hi parts of the sums of blocks t, t + 4 in K 2t, 2t + 1 and their lo parts in 2t + 8, 2t + 9,
-// 8 bytes at t * 8 (K-quants: term 0 the block sums, term 1 the offset sums 32 bytes on). Every
-// product is exact (6-bit integers or f16 scales times f16 parts), so M is the tensor core's sum of
-// sum_b A_b (hi_b + lo_b).
-template <GgmlType T, int I>
-__device__ __forceinline__ void min_dots(const MinA& ma, const uint8_t* share, int t, float (&mm)[4]) {
+// The K-quants' min term of a k-tile for one m-tile and one n-tile (matmul_order.h): M, one
+// tensor-core product of the rows' mins (A: (m_t, m_t+4) in both halves of K) and the columns'
+// block-sum fragment sf (B: the hi parts of s_t, s_t+4 2^-5 in K 2t, 2t + 1, the lo parts in
+// 2t + 8, 2t + 9: lane (g, t)'s F16Act::sums), from +0. Every product is exact (6-bit times
+// 11-bit), so M is the tensor core's sum of sum_b m_b s_b 2^-5 over the k-tile's blocks.
+template <GgmlType T>
+__device__ __forceinline__ void min_dots(const TileRegs<T>& r, uint2 sf, float (&mm)[4]) {
   const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  const uint2 sf = lds<uint2>(share + I * 32 + t * 8);
-  mma_16816(mm, ma.a[I], sf.x, sf.y, zero);
+  const uint32_t a[4] = {r.min_a[0], r.min_a[1], r.min_a[0], r.min_a[1]};
+  mma_16816(mm, a, sf.x, sf.y, zero);
 }
-// ... folded after the k-tile's blocks in term order: acc = fma(scale, M, acc) (kOddCols: as
-// block_products).
+// ... folded after the k-tile's blocks: acc = fma(-32 dmin, M, acc), the block epilogue's form
+// (kOddCols: as block_products).
 template <GgmlType T, bool kOddCols = true>
-__device__ __forceinline__ void min_term(const MinA& ma, const uint8_t* share, int t, float (&acc)[4]) {
-  auto term = [&](auto iconst) {
-    constexpr int I = decltype(iconst)::value;
-    float mm[4];
-    min_dots<T, I>(ma, share, t, mm);
+__device__ __forceinline__ void min_term(const TileRegs<T>& r, uint2 sf, float (&acc)[4]) {
+  float mm[4];
+  min_dots<T>(r, sf, mm);
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (kOddCols || !(i & 1)) fold_min(acc[i], ma.scale[I][i >> 1], mm[i]);
-  };
-  term(std::integral_constant<int, 0>{});
-  if constexpr (TileSpec<T>::kMinTerms > 1) term(std::integral_constant<int, 1>{});
+  for (int i = 0; i < 4; ++i)
+    if (kOddCols || !(i & 1)) fold_block<T>(acc[i], r.min_scale[i >> 1], mm[i], 0.0f, 0.0f);
 }
 
 }  // namespace memra::cuda

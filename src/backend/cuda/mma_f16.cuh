@@ -112,6 +112,24 @@ __device__ __forceinline__ uint32_t sub_f16x2(uint32_t x, uint32_t k) {
 #endif
 }
 
+// Two f16 lanes times an f16 constant plus another, rounded once (exact here: small integers).
+__device__ __forceinline__ uint32_t fma_f16x2(uint32_t x, uint32_t m, uint32_t k) {
+#ifdef MEMRA_CUDASIM
+  uint32_t r = 0;
+  for (int h = 0; h < 2; ++h) {
+    const double v = static_cast<double>(cudasim::half_to_float(static_cast<uint16_t>(x >> (16 * h)))) *
+                         cudasim::half_to_float(static_cast<uint16_t>(m >> (16 * h))) +
+                     cudasim::half_to_float(static_cast<uint16_t>(k >> (16 * h)));
+    r |= static_cast<uint32_t>(cudasim::float_to_half(static_cast<float>(v))) << (16 * h);
+  }
+  return r;
+#else
+  uint32_t r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(r) : "r"(x), "r"(m), "r"(k));
+  return r;
+#endif
+}
+
 // (x & mask) | bits in one LOP3: written as C++ the compiler emits an AND and an OR (a LOP3 takes
 // one immediate operand), so the nibble decode spent two instructions per f16 pair here.
 template <uint32_t kMask, uint32_t kBits>

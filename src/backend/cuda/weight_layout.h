@@ -80,32 +80,6 @@ MEMRA_ORDER_HD constexpr TileFormat tile_format(GgmlType t) {
   return f;
 }
 
-// The k-tile's min terms (matmul_order.h): tensor-core products, after the k-tile's blocks, of a
-// per-(row, block) weight quantity and per-(row, block) activation sums (F16Act::sums[kind]). They
-// take out the offsets the quantized types decode their codes with (their A fragments are the codes
-// plus an offset, each pair made in one instruction), and the K-quants' mins. The sums a type reads:
-//   Block   s_b (Q8_0: its offset 1152 is the same for every element)
-//   Q4_0    v_b (the offsets 1032 / 72, bias included)
-//   KQuant  s_b (the mins), then v'_b (the offsets 1024 / 64): two terms
-// Q6_K has none: its scales are per 16 elements, and a term over them cost about what it saved
-// (SASS, 2026-12-05: its k-tile 421 -> 393 at one row, more at 8 n-tiles, spills at the 128-register
-// SwiGLU form), so it takes its offset out in the decode (one f16 subtract a pair).
-enum class MinSums : int { None = -1, Block = 0, Q4_0 = 1, KQuant = 2 };
-constexpr int kMinSumKinds = 3;
-constexpr int kMaxMinTerms = 2;
-MEMRA_ORDER_HD constexpr MinSums min_sums_of(GgmlType t) {
-  return t == GgmlType::Q8_0                           ? MinSums::Block
-         : t == GgmlType::Q4_0                         ? MinSums::Q4_0
-         : t == GgmlType::Q4_K || t == GgmlType::Q5_K ? MinSums::KQuant
-                                                       : MinSums::None;
-}
-MEMRA_ORDER_HD constexpr bool has_min_term(GgmlType t) { return min_sums_of(t) != MinSums::None; }
-MEMRA_ORDER_HD constexpr int min_terms(GgmlType t) {
-  return min_sums_of(t) == MinSums::None ? 0 : min_sums_of(t) == MinSums::KQuant ? 2 : 1;
-}
-// Bytes of one row's sums a k-tile (F16Act layout: [n8][kt][g][row bytes]).
-MEMRA_ORDER_HD constexpr int min_sum_row_bytes(MinSums k) { return k == MinSums::KQuant ? 64 : 32; }
-
 // Where a code's high bits sit in its lane's word (Q5_K one bit, Q6_K two): element (p, s) of row
 // g + 8h at bit (4 + 4 (p % 2) + 16 s + rot) mod 32, so that the word rotated right by `rot` has pair
 // p's high bits right above the pair's nibbles where the decode puts them (matmul_tile_decode.cuh:
