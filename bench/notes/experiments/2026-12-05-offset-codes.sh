@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# RAN in session 30 (an H100; bench/results/2026-12-05-1030-session30.md): the offset codes were
+# slower and are reverted on main; to run this again, build a bundle from main with
+# bench/notes/experiments/2026-12-05-offset-codes.patch applied.
 # Device-call script for session 29's offset codes (Q4_0 / Q8_0 / Q4_K / Q5_K decode their codes with
 # an offset left in; the k-tile's min terms take it out: matmul_order.h), never run on hardware
 # before: main (.gpu/bundle.tar.xz, built from the commit that landed it) against main before it
