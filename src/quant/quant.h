@@ -48,9 +48,9 @@ void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 
 // A wider block format that holds every value of `type` exactly (Q3_K -> Q6_K, Q5_0 -> Q8_0,
-// IQ4_NL -> Q8_0; nullopt for the others), for backends that run the wider format but not `type`; transcode_row
-// rewrites n elements (a multiple of the block size) of a row into it, and dequantize_row of the
-// result equals dequantize_row of the source bit for bit.
+// IQ4_NL -> Q8_0; nullopt for the others), for backends that run the wider format but not
+// `type`; transcode_row rewrites n elements (a multiple of the block size) of a row into it, and
+// dequantize_row of the result equals dequantize_row of the source bit for bit.
 std::optional<GgmlType> lossless_wider_type(GgmlType type);
 // A wider block format that holds `type`'s values up to one f16 rounding of each 32-element
 // block's scale (IQ4_XS -> Q8_0: the code is the table value, the scale f16(d * (scale - 32)):
