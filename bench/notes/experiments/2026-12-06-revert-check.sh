@@ -3,18 +3,20 @@
 # codes, the one-row streaming kernel's lane copies without an L2 policy (ptxas miscompiled the
 # hinted form: bench/results/2026-12-05-1030-session30.md), IQ4_NL / IQ4_XS. Main's bundle against
 # .gpu/main0.xz (d924ea6: the same order, every copy evict_first) and .gpu/pf.xz (no policy at all).
-#   bash bench/notes/experiments/2026-12-06-revert-check.sh 1   (~6 min) 9B Q4_0 decode + prefill logits
+#   bash bench/notes/experiments/2026-12-06-revert-check.sh   (~3 min: session 30's five bench calls took ~8 s each) 9B Q4_0 decode + prefill logits
 #        main vs main0 (must be identical: a cache policy changes no value), tg32 B = 1 / 16 / 64 @ d512
-#        and pp512, main / main0 / pf, two rounds (what the lane copies' policy was worth), then
-#        --verify-exact B = 16 / 64 and the B = 64 per-op profile.
+#        and pp512, main / main0 / pf / bulk4, two rounds (what the lane copies' policy was worth), then
+#        --verify-exact B = 16 / 64 and the B = 64 per-op profile. bulk4 (.gpu/bulk4.xz) = main with
+#        kBulkRing from 2,048-byte tiles (Q4_0 / Q4_K rings in bulk copies, with the evict_first
+#        policy; its decode logits must equal main's too).
 #   then the QUICK GPU suite: tar xJf .gpu/fx.tar.xz && mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz
 #        -C /tmp/g && LD_LIBRARY_PATH=/tmp/g/lib BUILD=/tmp/g/bin QUICK=1 scripts/gpu-check.sh tests
-# carry [".gpu/bundle.tar.xz", ".gpu/main0.xz", ".gpu/pf.xz"]
+# carry [".gpu/bundle.tar.xz", ".gpu/main0.xz", ".gpu/pf.xz", ".gpu/bulk4.xz"]
 set -u
 mkdir -p /tmp/g /tmp/o && tar xJf .gpu/bundle.tar.xz -C /tmp/g && xz -dc .gpu/main0.xz > /tmp/o/main0 &&
-  xz -dc .gpu/pf.xz > /tmp/o/pf && chmod +x /tmp/o/main0 /tmp/o/pf
+  xz -dc .gpu/pf.xz > /tmp/o/pf && xz -dc .gpu/bulk4.xz > /tmp/o/bulk4 && chmod +x /tmp/o/main0 /tmp/o/pf /tmp/o/bulk4
 export LD_LIBRARY_PATH=/tmp/g/lib
-N=/tmp/g/bin/memra O=/tmp/o/main0 P=/tmp/o/pf M=/tmp/9b-q4_0.gguf
+N=/tmp/g/bin/memra O=/tmp/o/main0 P=/tmp/o/pf K=/tmp/o/bulk4 M=/tmp/9b-q4_0.gguf
 row() { grep -E 'tg32|pp512' | cut -d'|' -f5,6,7 | tr '\n' ' '; echo; }
 {
 $N --version; nvidia-smi --query-gpu=name --format=csv,noheader
@@ -24,8 +26,11 @@ for mode in decode prefill; do
   $O logits -m $M --device cuda --ids "$(seq -s, 100 400)" --mode $mode -o /tmp/l-o.bin 2>&1 | grep -v wrote
   echo -n "logits $mode main vs main0: "; cmp /tmp/l-n.bin /tmp/l-o.bin && echo identical
 done
+$K logits -m $M --device cuda --ids "$(seq -s, 100 400)" --mode decode -o /tmp/l-k.bin 2>&1 | grep -v wrote
+$N logits -m $M --device cuda --ids "$(seq -s, 100 400)" --mode decode -o /tmp/l-n.bin 2>&1 | grep -v wrote
+echo -n "logits decode main vs bulk4: "; cmp /tmp/l-n.bin /tmp/l-k.bin && echo identical
 for r in 1 2; do
-  for b in "main $N" "main0 $O" "pf $P"; do
+  for b in "main $N" "main0 $O" "pf $P" "bulk4 $K"; do
     set -- $b
     echo -n "r$r $1: "; $2 bench -m $M --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 2 2>/dev/null | row
   done
