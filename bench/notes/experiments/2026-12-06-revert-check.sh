@@ -3,7 +3,7 @@
 # codes, the one-row streaming kernel's lane copies without an L2 policy (ptxas miscompiled the
 # hinted form: bench/results/2026-12-05-1030-session30.md), IQ4_NL / IQ4_XS. Main's bundle against
 # .gpu/main0.xz (d924ea6: the same order, every copy evict_first) and .gpu/pf.xz (no policy at all).
-#   bash bench/notes/experiments/2026-12-06-revert-check.sh   (~3 min: session 30's five bench calls took ~8 s each) 9B Q4_0 decode + prefill logits
+#   bash bench/notes/experiments/2026-12-06-revert-check.sh   (a few minutes) 9B Q4_0 decode + prefill logits
 #        main vs main0 (must be identical: a cache policy changes no value), tg32 B = 1 / 16 / 64 @ d512
 #        and pp512, main / main0 / pf / bulk4, two rounds (what the lane copies' policy was worth), then
 #        --verify-exact B = 16 / 64 and the B = 64 per-op profile. bulk4 (.gpu/bulk4.xz) = main with
