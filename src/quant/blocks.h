@@ -138,6 +138,14 @@ static_assert(sizeof(BlockIQ4_XS) == 136);
 // The IQ4 formats' 16 values (ggml's kvalues_iq4nl), increasing.
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
+// The table values of 32 elements whose codes are the nibbles of qs[0..16) (Q4_0's nibble order).
+inline void iq4_values(const uint8_t* qs, int8_t out[32]) {
+  for (int j = 0; j < 16; ++j) {
+    out[j] = kIq4Values[qs[j] & 0x0F];
+    out[j + 16] = kIq4Values[qs[j] >> 4];
+  }
+}
+
 // Stored 6-bit scale (0..63) of IQ4_XS sub-block s.
 inline int iq4xs_scale(const BlockIQ4_XS& b, int s) {
   return ((b.scales_l[s / 2] >> (4 * (s % 2))) & 0x0F) | (((b.scales_h >> (2 * s)) & 3) << 4);

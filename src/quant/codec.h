@@ -6,6 +6,7 @@
 // double dot product of dequantize_row's output bit for bit.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "quant/blocks.h"
@@ -54,6 +55,21 @@ constexpr RowCodec make_codec() {
 // Throws memra::Error when a value to encode is NaN or infinite (the integer formats cannot
 // represent it, and converting it to an integer code would be undefined).
 void fail_non_finite(const char* type_name, float value);
+
+// The value of largest magnitude among x[0..n) (the first one on ties); fails (fail_non_finite)
+// on a NaN or infinite one.
+inline float signed_absmax(const float* x, int n, const char* type) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    const float v = x[j];
+    if (!std::isfinite(v)) fail_non_finite(type, v);
+    if (amax < std::fabs(v)) {
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  return max;
+}
 
 // Nearest integer, halfway cases away from zero (C's roundf), for |v| well inside int range.
 // Truncation plus an exact fractional-part test: v - trunc(v) is exact for any float.

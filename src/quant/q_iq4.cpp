@@ -30,19 +30,6 @@ int nearest_index(float t) {
   return best;
 }
 
-// The value of largest magnitude among x[0..n) (the first one on ties), checking all are finite.
-float signed_absmax(const float* x, int n, const char* type) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    if (!std::isfinite(x[j])) fail_non_finite(type, x[j]);
-    if (amax < std::fabs(x[j])) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
-
 // Codes of 32 elements with the scale `scale` (float), in Q4_0's nibble order.
 void encode_codes(const float* x, float scale, uint8_t qs[kQK / 2]) {
   const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
@@ -56,10 +43,9 @@ void encode_codes(const float* x, float scale, uint8_t qs[kQK / 2]) {
 
 void decode_iq4_nl(const BlockIQ4_NL& b, float* y) {
   const float d = f16_to_f32(b.d);
-  for (int j = 0; j < kQK / 2; ++j) {
-    y[j] = d * static_cast<float>(kIq4Values[b.qs[j] & 0x0F]);
-    y[j + kQK / 2] = d * static_cast<float>(kIq4Values[b.qs[j] >> 4]);
-  }
+  int8_t v[kQK];
+  iq4_values(b.qs, v);
+  for (int j = 0; j < kQK; ++j) y[j] = d * static_cast<float>(v[j]);
 }
 
 void encode_iq4_nl(const float* x, BlockIQ4_NL& b) {
@@ -73,11 +59,9 @@ void decode_iq4_xs(const BlockIQ4_XS& b, float* y) {
   const float d = f16_to_f32(b.d);
   for (int s = 0; s < kQK_K / kQK; ++s) {
     const float dl = d * static_cast<float>(iq4xs_scale(b, s) - 32);
-    const uint8_t* q = b.qs + 16 * s;
-    for (int j = 0; j < kQK / 2; ++j) {
-      y[kQK * s + j] = dl * static_cast<float>(kIq4Values[q[j] & 0x0F]);
-      y[kQK * s + j + kQK / 2] = dl * static_cast<float>(kIq4Values[q[j] >> 4]);
-    }
+    int8_t v[kQK];
+    iq4_values(b.qs + 16 * s, v);
+    for (int j = 0; j < kQK; ++j) y[kQK * s + j] = dl * static_cast<float>(v[j]);
   }
 }
 

@@ -33,20 +33,6 @@ inline void store_qh(uint32_t v, uint8_t qh[4]) {
   for (int i = 0; i < 4; ++i) qh[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-// Signed value of largest magnitude (the first one on ties), and whether all are finite.
-inline float signed_absmax(const float* x, const char* type) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kQK; ++j) {
-    const float v = x[j];
-    if (!std::isfinite(v)) fail_non_finite(type, v);
-    if (amax < std::fabs(v)) {
-      amax = std::fabs(v);
-      max = v;
-    }
-  }
-  return max;
-}
-
 inline void min_max(const float* x, const char* type, float& lo, float& hi) {
   lo = FLT_MAX;
   hi = -FLT_MAX;
@@ -69,7 +55,7 @@ void decode_q4_0(const BlockQ4_0& b, float* y) {
 }
 
 void encode_q4_0(const float* x, BlockQ4_0& b) {
-  const float d = signed_absmax(x, "q4_0") / -8.0f;
+  const float d = signed_absmax(x, kQK, "q4_0") / -8.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   b.d = f32_to_f16(d);
   for (int j = 0; j < kQK / 2; ++j) {
@@ -118,7 +104,7 @@ void decode_q5_0(const BlockQ5_0& b, float* y) {
 }
 
 void encode_q5_0(const float* x, BlockQ5_0& b) {
-  const float d = signed_absmax(x, "q5_0") / -16.0f;
+  const float d = signed_absmax(x, kQK, "q5_0") / -16.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   b.d = f32_to_f16(d);
   uint32_t qh = 0;

@@ -44,30 +44,26 @@ void q5_0_to_q8_0(const uint8_t* src, uint8_t* dst) {
   std::memcpy(dst, &out, sizeof out);
 }
 
-void iq4_nl_to_q8_0(const uint8_t* src, uint8_t* dst) {
-  const BlockIQ4_NL in = load_block<BlockIQ4_NL>(src);
+// One Q8_0 block of table values (IQ4_NL's and each IQ4_XS sub-block's) with scale bits d.
+void iq4_to_q8_0(const uint8_t* qs, uint16_t d, uint8_t* dst) {
   BlockQ8_0 out;
-  out.d = in.d;
-  for (int j = 0; j < kQK / 2; ++j) {
-    out.qs[j] = kIq4Values[in.qs[j] & 0x0F];
-    out.qs[j + kQK / 2] = kIq4Values[in.qs[j] >> 4];
-  }
+  out.d = d;
+  iq4_values(qs, out.qs);
   std::memcpy(dst, &out, sizeof out);
 }
 
+void iq4_nl_to_q8_0(const uint8_t* src, uint8_t* dst) {
+  const BlockIQ4_NL in = load_block<BlockIQ4_NL>(src);
+  iq4_to_q8_0(in.qs, in.d, dst);
+}
+
+// One super-block to eight Q8_0 blocks.
 void iq4_xs_to_q8_0(const uint8_t* src, uint8_t* dst) {
   const BlockIQ4_XS in = load_block<BlockIQ4_XS>(src);
   const float d = f16_to_f32(in.d);
-  for (int s = 0; s < kQK_K / kQK; ++s) {
-    BlockQ8_0 out;
-    out.d = f32_to_f16(d * static_cast<float>(iq4xs_scale(in, s) - 32));
-    const uint8_t* q = in.qs + 16 * s;
-    for (int j = 0; j < kQK / 2; ++j) {
-      out.qs[j] = kIq4Values[q[j] & 0x0F];
-      out.qs[j + kQK / 2] = kIq4Values[q[j] >> 4];
-    }
-    std::memcpy(dst + s * sizeof out, &out, sizeof out);
-  }
+  for (int s = 0; s < kQK_K / kQK; ++s)
+    iq4_to_q8_0(in.qs + 16 * s, f32_to_f16(d * static_cast<float>(iq4xs_scale(in, s) - 32)),
+                dst + s * sizeof(BlockQ8_0));
 }
 
 }  // namespace
@@ -91,23 +87,16 @@ void transcode_row(GgmlType from, GgmlType to, const void* src, void* dst, int64
                type_name(from), type_name(to));
   const TypeInfo& in = type_info(from);
   const TypeInfo& out = type_info(to);
-  if (from == GgmlType::IQ4_XS) {  // one super-block becomes eight Q8_0 blocks
-    MEMRA_ASSERT(n % in.block_elems == 0);
-    for (int64_t b = 0; b < n / in.block_elems; ++b)
-      iq4_xs_to_q8_0(static_cast<const uint8_t*>(src) + b * in.block_bytes,
-                     static_cast<uint8_t*>(dst) + b * (in.block_elems / out.block_elems) * out.block_bytes);
-    return;
-  }
-  MEMRA_ASSERT(in.block_elems == out.block_elems && n % in.block_elems == 0);
+  // Each input block becomes in / out blocks of the wider type (IQ4_XS: eight; the others: one).
+  MEMRA_ASSERT(in.block_elems % out.block_elems == 0 && n % in.block_elems == 0);
+  void (*const block_to)(const uint8_t*, uint8_t*) = from == GgmlType::Q3_K   ? q3_k_to_q6_k
+                                                     : from == GgmlType::Q5_0 ? q5_0_to_q8_0
+                                                     : from == GgmlType::IQ4_NL ? iq4_nl_to_q8_0
+                                                                                : iq4_xs_to_q8_0;
+  const size_t wide_bytes = static_cast<size_t>(in.block_elems / out.block_elems) * out.block_bytes;
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
-  for (int64_t b = 0; b < n / in.block_elems; ++b) {
-    const uint8_t* block = s + b * in.block_bytes;
-    uint8_t* wide = d + b * out.block_bytes;
-    if (from == GgmlType::Q3_K) q3_k_to_q6_k(block, wide);
-    else if (from == GgmlType::Q5_0) q5_0_to_q8_0(block, wide);
-    else iq4_nl_to_q8_0(block, wide);
-  }
+  for (int64_t b = 0; b < n / in.block_elems; ++b) block_to(s + b * in.block_bytes, d + b * wide_bytes);
 }
 
 }  // namespace memra::quant
