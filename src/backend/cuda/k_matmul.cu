@@ -328,7 +328,7 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
   MEMRA_ASSERT(g.groups >= 1 && g.max_rows >= 1 && g.grp_off && g.grp_expert);
   Args a = base_args(w, x);
   a.rows = g.max_rows;  // a group has at most this many rows: grid x covers them
-  a.act_rows = x.rows;
+  a.act_rows = static_cast<int>(std::min<int64_t>(x.rows, 1 << 30));
   // The tile shape for at most 16 rows a group, whatever the batch: at B = 64 the k = 8 choices
   // of 64 rows spread over ~220 of 256 experts (~2 rows each), and a tile shaped for the worst case
   // (8 n-tiles, 64 staged rows, one block per SM) did 64 rows of work per expert: B = 64 ran at

@@ -61,13 +61,13 @@ struct Args {
   const uint8_t* shared_w;   // grp_expert -1: the shared expert's matrices
   const uint8_t* shared_up;
   int groups;  // grid z: group slots (1 without groups)
-  int64_t act_rows;  // rows of the F16Act (a grouped streaming launch stages them all)
   // The streaming kernel (matmul_stream_kernel.cuh): row groups a block owns at a time, the
   // number of such sets, and the depth of each warp's copy ring.
   int set_rgs;
   int n_sets;
   int stages;
   int parts;  // warps a (row group, K segment) unit is split over (1: one warp a unit)
+  int act_rows;  // rows of the F16Act (a grouped streaming launch stages them all)
 };
 
 template <GgmlType T, int MT, int NT>

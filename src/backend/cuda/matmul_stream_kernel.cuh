@@ -120,7 +120,7 @@ constexpr bool kBulkRing = TileSpec<T>::f.tile_bytes >= 3072;
 // (H200, 2026-12-03): 9B ssm_out 12.8 -> 12.2 us a call, tg128 B = 1 371.6 -> 372.6 (within noise;
 // the launch, not the chain, is most of those 12 us); 35B-A3B tg64 B = 1 370.4 -> 380.2, where the
 // router and its shared-expert gate (2 targets, 17 row groups) now stream split.
-template <GgmlType T, bool SW, bool SPLIT>
+template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
 __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   using S = TileSpec<T>;
   constexpr int MT = SW ? 2 : 1;
@@ -137,7 +137,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   const int part = warp % parts, unit = warp / parts;  // unit: rg_in_set * segs + seg
   const int seg = unit % segs, rg_in_set = unit / segs;
   const int kt0 = seg * n_kt / segs, kt1 = (seg + 1) * n_kt / segs;
-  const bool grouped = a.grp_off != nullptr;
+  // GROUPED is its own instantiation: the plain forms compile as they did before it.
+  constexpr bool grouped = GROUPED;
   const int act_rows = grouped ? static_cast<int>(a.act_rows) : 1;
   const StreamSmem L = stream_smem(T, MT, n_kt, n_warps, segs, stages, parts, act_rows);
   uint8_t* ring = smem + L.ring + warp * stages * L.slot;
@@ -151,7 +152,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   }
   __syncwarp();
   [[maybe_unused]] uint32_t phases = 0;
-  if (grouped) pdl_wait();  // the group tables (unit_tiles) come from the kernel before
+  if constexpr (grouped) pdl_wait();  // the group tables (unit_tiles) come from the kernel before
   const int grp_rg = a.tile_begin[1];  // grouped: row groups a matrix
   const int total_rg = grouped ? grp_rg * a.groups : a.tile_begin[a.n_targets];
   // Rounds a set takes: every unit walks the longest segment's k-tiles, P at a time.
@@ -165,7 +166,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       for (int m = 0; m < MT; ++m) w[m] = nullptr;
       return;
     }
-    if (grouped) {
+    if constexpr (grouped) {
       const int z = rgg / grp_rg;
       const int32_t r0 = a.grp_off[z];
       if (a.grp_off[z + 1] == r0) {
@@ -191,7 +192,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
     arow = 0;
     orow = 0;
     const int rgg = set * a.set_rgs + rg_in_set;
-    if (!grouped || rgg >= total_rg) return;
+    if (!grouped || rgg >= total_rg) return;  // (constant for the plain forms)
     const int32_t r0 = a.grp_off[rgg / grp_rg];
     arow = a.act_row ? a.act_row[r0] : r0;
     orow = r0;
@@ -248,13 +249,17 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   {
     const int chunks = act_rows * n_kt * 32;
     for (int c = tid; c < chunks; c += blockDim.x) {
-      const int r = c / (n_kt * 32), kt = (c / 32) % n_kt, b = (c / 4) % 8, tt = c % 4;
-      const int64_t src = (static_cast<int64_t>(r >> 3) * n_kt + kt) * kActTileBytes + b * 512 + (r & 7) * 64 + tt * 16;
+      const int kt = c / 32, b = (c / 4) % 8, tt = c % 4;
+      int64_t src = static_cast<int64_t>(kt) * kActTileBytes + b * 512 + tt * 16;
+      if constexpr (grouped) {  // staged row r = kt / n_kt: F16Act row r is row r % 8 of n-tile r / 8
+        const int r = kt / n_kt;
+        src = (static_cast<int64_t>(r >> 3) * n_kt + kt % n_kt) * kActTileBytes + b * 512 + (r & 7) * 64 + tt * 16;
+      }
       cp_async16(smem + L.act + c * 16, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(smem + L.act_lo + c * 16, a.act_lo + src);
     }
     if constexpr (S::kUsesSums) {
-      if (!grouped) {
+      if constexpr (!grouped) {
         for (int c = tid; c < n_kt * (kSumTileBytes / 16); c += blockDim.x)
           cp_async16(smem + L.sums + c * 16, a.sums + c * 16);
       } else {
@@ -472,33 +477,33 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   if constexpr (!kBulk) cp_async_wait<0>();
 }
 
-template <GgmlType T, bool SW, bool SPLIT>
+template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
 __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
-  matmul_stream_body<T, SW, SPLIT>(a);
+  matmul_stream_body<T, SW, SPLIT, GROUPED>(a);
 }
 // Registers: a block holds at most 16 warps an SM (plan_stream), which fit at 128 registers a
 // thread. Q6_K's SwiGLU form gets that bound (2 blocks of 256 threads): without it ptxas took 152
 // (12 warps an SM) once its odd outputs were no longer folded; at 128 it spills 8 bytes. The other
 // forms stay below 128 unbounded, and any explicit bound (even a minimum of 1 block) moves their
 // allocation (bf16 61 -> 146 registers), so they keep the plain kernel.
-template <GgmlType T, bool SW, bool SPLIT>
+template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
 __global__ void __launch_bounds__(256, 2) matmul_stream_kernel_128(const Args a) {
-  matmul_stream_body<T, SW, SPLIT>(a);
+  matmul_stream_body<T, SW, SPLIT, GROUPED>(a);
 }
 template <GgmlType T, bool SW>
 constexpr bool kStream128 = T == GgmlType::Q6_K && SW;
 
 // Blocks: the sets, at most `per_sm` resident blocks an SM (fewer where registers allow fewer);
 // a block walks the sets past the grid.
-template <GgmlType T, bool SW, bool SPLIT>
+template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
 void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
   auto kernel = [] {
-    if constexpr (kStream128<T, SW>) return matmul_stream_kernel_128<T, SW, SPLIT>;
-    else return matmul_stream_kernel<T, SW, SPLIT>;
+    if constexpr (kStream128<T, SW>) return matmul_stream_kernel_128<T, SW, SPLIT, GROUPED>;
+    else return matmul_stream_kernel<T, SW, SPLIT, GROUPED>;
   }();
   const size_t smem = static_cast<size_t>(
       stream_smem(T, SW ? 2 : 1, args.n_kt, warps, args.segs, args.stages, args.parts,
-                  args.grp_off ? static_cast<int>(args.act_rows) : 1).total);
+                  GROUPED ? static_cast<int>(args.act_rows) : 1).total);
   static size_t configured = 0;
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -521,12 +526,20 @@ template <GgmlType T>
 void launch_stream_type(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
   // One activation row: the kernel folds only the even outputs of a lane (block_products<T, false>).
   MEMRA_ASSERT(args.parts >= 1 && args.rows == 1 && args.rows_cap == 1, "matmul: the streaming kernel takes one row");
-  if (args.parts > 1) {
-    if (args.swiglu) return launch_stream_shape<T, true, true>(args, warps, per_sm, sms, stream);
-    return launch_stream_shape<T, false, true>(args, warps, per_sm, sms, stream);
+  if (args.grp_off) {
+    if (args.parts > 1) {
+      if (args.swiglu) return launch_stream_shape<T, true, true, true>(args, warps, per_sm, sms, stream);
+      return launch_stream_shape<T, false, true, true>(args, warps, per_sm, sms, stream);
+    }
+    if (args.swiglu) return launch_stream_shape<T, true, false, true>(args, warps, per_sm, sms, stream);
+    return launch_stream_shape<T, false, false, true>(args, warps, per_sm, sms, stream);
   }
-  if (args.swiglu) return launch_stream_shape<T, true, false>(args, warps, per_sm, sms, stream);
-  launch_stream_shape<T, false, false>(args, warps, per_sm, sms, stream);
+  if (args.parts > 1) {
+    if (args.swiglu) return launch_stream_shape<T, true, true, false>(args, warps, per_sm, sms, stream);
+    return launch_stream_shape<T, false, true, false>(args, warps, per_sm, sms, stream);
+  }
+  if (args.swiglu) return launch_stream_shape<T, true, false, false>(args, warps, per_sm, sms, stream);
+  launch_stream_shape<T, false, false, false>(args, warps, per_sm, sms, stream);
 }
 
 }  // namespace memra::cuda::matmul_impl
