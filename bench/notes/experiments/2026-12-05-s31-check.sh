@@ -4,7 +4,8 @@
 # order, every weight copy evict_first), then the grouped streaming matmul on 35B-A3B.
 #   bash bench/notes/experiments/2026-12-05-s31-check.sh   carry [".gpu/bundle.tar.xz", ".gpu/main0.xz"]
 # (~6 minutes). 1. 9B Q4_0: decode + prefill logits main vs main0 (must be identical: a cache policy
-# changes no value), tg32 B = 1 / 16 / 64 @ d512 + pp512, two rounds each. 2. 35B-A3B Q4_0:
+# changes no value), tg32 B = 1 / 16 / 64 @ d512 + pp512, two rounds each, --verify-exact B = 16 / 64,
+# the B = 64 per-op profile (never taken before). 2. 35B-A3B Q4_0:
 # MEMRA_CUDA_STREAM_GROUPED=0 vs 1 decode logits (must be identical), tg128 B = 1 two rounds each,
 # --verify-exact B = 1 / 4 / 16 with it on, the B = 1 per-op profile with it on and off. 3. The
 # matmul and MoE GPU tests.
@@ -31,6 +32,9 @@ for r in 1 2; do
     echo -n "r$r $1: "; $2 bench -m $M --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 2 2>/dev/null | row
   done
 done
+$N bench -m $M --device cuda -n 32 -b 16,64 -d 512 -r 1 --verify-exact 2>&1 | grep -E 'verify-exact|error|differ'
+MEMRA_CUDA_PROFILE=1 $N bench -m $M --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 2>&1 |
+  grep -A40 cuda-profile > $OUT/profile-b64.txt
 rm -f $M
 $N synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o $E >/dev/null 2>&1 || echo "moe synth failed"
 $N logits -m $E --device cuda --ids "$(seq -s, 100 300)" --mode decode -o /tmp/m-0.bin 2>&1 | grep -v wrote
