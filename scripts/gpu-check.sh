@@ -160,10 +160,6 @@ if [ "$MODE" = moe ]; then
   [ -f "$f" ] || "$BUILD/memra" synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o "$f" || exit 1
   [ -f "$MD" ] || echo "# gpu-check $STAMP (commit $COMMIT)" > "$MD"
   "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 --jsonl "$JSONL" | tee -a "$MD"
-  # The one-sequence step's expert matmuls on the streaming kernel (off until measured; same bits).
-  MEMRA_CUDA_STREAM_GROUPED=1 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -r "$REPS" --ctx 8192 \
-    --jsonl "$JSONL.stream-grouped" | grep -E '^\| [^-]' | grep -v '| model |' |
-    sed -E 's/\| tg128 /| tg128 stream-grouped /' | tee -a "$MD"
   "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 64 -b 1,4,16,64 -d 512 -r "$REPS" --ctx 8192 --verify-exact \
     --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
 fi

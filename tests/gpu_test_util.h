@@ -52,15 +52,6 @@ inline bool emulated() {
 #endif
 }
 
-// Grouped matmul launches that took the streaming kernel so far (0 without a CUDA backend).
-inline int64_t grouped_stream_launches() {
-#ifdef MEMRA_HAVE_CUDA
-  return cuda_grouped_stream_launches();
-#else
-  return 0;
-#endif
-}
-
 // KV rows of a sequence go through its block table (step/kv_blocks.h): row t of a layer is row
 // t % kKvBlock of block t / kKvBlock, so rows of different blocks are not adjacent.
 // Writes positions [pos0, pos0 + n) of `layer` (K, or V when `v`) from `rows` (n rows of the

@@ -19,7 +19,6 @@ struct CudaOptions {
   bool graphs = true;                // MEMRA_CUDA_GRAPHS: record decode steps as graphs and replay them
   bool pdl = true;                   // MEMRA_CUDA_PDL: programmatic dependent launch
   int32_t stream_parts = 0;          // MEMRA_CUDA_STREAM_PARTS: warps a one-row matmul unit takes (0: rule)
-  bool stream_grouped = false;       // MEMRA_CUDA_STREAM_GROUPED: one-row MoE expert launches stream
   GgmlType kv_type = GgmlType::F16;  // MEMRA_CUDA_KV: F16, or Q8_0 (8-bit blocks, f16 scale per 32)
   bool profile = false;              // MEMRA_CUDA_PROFILE: per-op GPU times at exit (no graphs)
   bool operator==(const CudaOptions&) const = default;

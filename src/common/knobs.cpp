@@ -30,9 +30,6 @@ constexpr Knob kKnobs[] = {
      "warps each (row group, K segment) unit of a one-row matmul is split over: 0 picks by matrix size "
      "(small matrices 4), 1 never splits; capped at 8 / K segments (one warp a unit from 8192 columns); "
      "the bits never change"},
-    {"MEMRA_CUDA_STREAM_GROUPED", Kind::Bool, "0", 0, 1,
-     "run a one-sequence step's MoE expert matmuls on the streaming kernel (a copy ring a warp) instead of "
-     "the tiled one; the bits never change"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)",

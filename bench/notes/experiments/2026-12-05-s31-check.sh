@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran on 2026-12-05 (bench/results/2026-12-05-1310-h200-session31.md); MEMRA_CUDA_STREAM_GROUPED measured
+# slower there and is deleted (bench/notes/experiments/2026-12-05-stream-grouped.patch).
 # Device call of session 31: main (the order before the offset codes, lane copies without an L2
 # policy, IQ4_NL / IQ4_XS, MEMRA_CUDA_STREAM_GROUPED) against .gpu/main0.xz (d924ea6: the same
 # order, every weight copy evict_first), then the grouped streaming matmul on 35B-A3B.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Its comparisons ran on 2026-12-05 through 2026-12-05-s31-check.sh and an inline bulk4 call
+# (bench/results/2026-12-05-1310-h200-session31.md): main0 and bulk4 measured, pf not again.
 # Device-call script for main after session 30 (94ad752 and later): the order before the offset
 # codes, the one-row streaming kernel's lane copies without an L2 policy (ptxas miscompiled the
 # hinted form: bench/results/2026-12-05-1030-session30.md), IQ4_NL / IQ4_XS. Main's bundle against

@@ -72,7 +72,6 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   pdl_option_ = options.pdl;
   set_pdl_enabled(options.pdl);
   set_stream_parts(options.stream_parts);
-  set_stream_grouped(options.stream_grouped);
   kv_type_ = options.kv_type;
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
     fail("MEMRA_CUDA_KV={} is not a CUDA KV cache type: use f16 or q8_0", quant::type_name(kv_type_));

@@ -1,7 +1,6 @@
 // The CUDA backend's entry points, usable from plain C++ (no CUDA headers here).
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,8 +14,5 @@ bool cuda_device_available();
 bool cuda_backend_emulated();
 std::string cuda_unavailable_reason();
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options = {});
-// Grouped matmul launches (MoE experts) that took the streaming kernel so far in this process:
-// tests check with it that the path they compare ran.
-int64_t cuda_grouped_stream_launches();
 
 }  // namespace memra

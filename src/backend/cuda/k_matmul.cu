@@ -16,7 +16,6 @@
 
 #include <algorithm>
 
-#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/matmul_kernel.cuh"
 #include "backend/cuda/matmul_stream_kernel.cuh"
@@ -134,12 +133,6 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
 // H200, 2026-12-03, against MEMRA_CUDA_STREAM_PARTS=1: 35B-A3B Q4_0 tg64 B = 1 370.4 -> 380.2 tok/s;
 // 9B and 2B Q4_0 tg128 B = 1 unchanged (372.6 / 371.6, 729.5 / 729.6); bits identical.
 int g_stream_parts = 0;  // MEMRA_CUDA_STREAM_PARTS: 0 stream_parts' rule, else that many (1: no split)
-// MEMRA_CUDA_STREAM_GROUPED: grouped one-row launches (the MoE experts at one sequence) on the
-// streaming kernel (1) or matmul_kernel.cuh's one-row form (0). The bits never change. Off until
-// measured: the 35B-A3B B = 1 Nsight table had the grouped gate+up at 12.2 us a layer for ~9.4 MB
-// (0.77 TB/s) and down at 6.6 us.
-int g_stream_grouped = 0;
-int64_t g_grouped_stream_launches = 0;  // cuda_grouped_stream_launches()
 
 int stream_parts(int64_t units, int n_kt, int segs) {
   // At most a warp per k-tile of a segment, and a block's segs * parts warps within the kernel's
@@ -166,13 +159,8 @@ int stream_parts(int64_t units, int n_kt, int segs) {
 // Fused projections (several targets) stream only split: unsplit, the 9B's fused qkv launch ran
 // 18.0 -> 19.2 us streamed; split is for launches of few row groups (the MoE router and its shared
 // expert's gate).
-// Grouped launches of one row a group (the MoE experts of a one-sequence step: total_rg counts
-// every slot's matrix) stream too, staging the F16Act's few rows (at most kStreamMaxActRows).
 bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_sm) {
-  if (a.rows != 1) return false;
-  const bool grouped = a.grp_off != nullptr;
-  if (grouped && (a.act_rows < 1 || a.act_rows > kStreamMaxActRows || g_stream_grouped == 0)) return false;
-  const int act_rows = grouped ? static_cast<int>(a.act_rows) : 1;
+  if (a.grp_off || a.rows != 1) return false;
   const int segs = a.segs, mt = a.swiglu ? 2 : 1;
   const int parts = stream_parts(total_rg * segs, a.n_kt, segs);
   if (!a.swiglu && (total_rg >= 4096 || (a.n_targets != 1 && parts == 1))) return false;
@@ -184,7 +172,7 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
   a.n_sets = static_cast<int>((total_rg + r - 1) / r);
   const int64_t sms = sm_count();
   const int want = static_cast<int>(std::min<int64_t>(std::max(1, 16 / warps), (a.n_sets + sms - 1) / sms));
-  const StreamSmem base = stream_smem(type, mt, a.n_kt, warps, segs, 0, parts, act_rows);
+  const StreamSmem base = stream_smem(type, mt, a.n_kt, warps, segs, 0, parts);
   for (per_sm = want; per_sm >= 1; --per_sm) {
     const int budget = (228 << 10) / per_sm - (1 << 10);  // an SM's 228 KiB, 1 KiB reserved a block
     const int stages = std::min(kStreamMaxStages, (budget - base.total) / (warps * (base.slot + kSlotBarrierBytes)));
@@ -208,7 +196,6 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
       for (int i = n; i < kMaxTargets; ++i) args.tile_begin[i + 1] = args.tile_begin[n];
       args.n_targets = n;
       const int sms = sm_count();
-      if (args.grp_off) ++g_grouped_stream_launches;
       switch (type) {
         case GgmlType::Q4_0: launch_stream_type<GgmlType::Q4_0>(args, warps, per_sm, sms, stream); break;
         case GgmlType::Q8_0: launch_stream_type<GgmlType::Q8_0>(args, warps, per_sm, sms, stream); break;
@@ -286,8 +273,6 @@ void set_stream_parts(int parts) {
   g_stream_parts = parts;
 }
 
-void set_stream_grouped(bool on) { g_stream_grouped = on ? 1 : 0; }
-
 void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t stream) {
   MEMRA_ASSERT(n >= 1 && n <= kMaxTargets);
   if (x.rows == 0) return;
@@ -328,7 +313,6 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
   MEMRA_ASSERT(g.groups >= 1 && g.max_rows >= 1 && g.grp_off && g.grp_expert);
   Args a = base_args(w, x);
   a.rows = g.max_rows;  // a group has at most this many rows: grid x covers them
-  a.act_rows = static_cast<int>(std::min<int64_t>(x.rows, 1 << 30));
   // The tile shape for at most 16 rows a group, whatever the batch: at B = 64 the k = 8 choices
   // of 64 rows spread over ~220 of 256 experts (~2 rows each), and a tile shaped for the worst case
   // (8 n-tiles, 64 staged rows, one block per SM) did 64 rows of work per expert: B = 64 ran at
@@ -350,7 +334,3 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
 }
 
 }  // namespace memra::cuda
-
-namespace memra {
-int64_t cuda_grouped_stream_launches() { return cuda::g_grouped_stream_launches; }
-}  // namespace memra

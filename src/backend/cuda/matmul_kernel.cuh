@@ -67,7 +67,6 @@ struct Args {
   int n_sets;
   int stages;
   int parts;  // warps a (row group, K segment) unit is split over (1: one warp a unit)
-  int act_rows;  // rows of the F16Act (a grouped streaming launch stages them all)
 };
 
 template <GgmlType T, int MT, int NT>

@@ -39,29 +39,25 @@ namespace memra::cuda::matmul_impl {
 
 constexpr int kStreamMaxStages = 8;
 
-// Shared memory of a streaming block (bytes): the activation rows of every k-tile (hi, lo, sums;
-// [row][kt]), the segment partials, the split form's block terms (two rounds' worth: every warp's
-// k-tile of a round, [round parity][warp][m][fold slot][row][kFoldTerms]), then each warp's ring.
+// Shared memory of a streaming block (bytes): the activation rows of every k-tile (hi, lo, sums),
+// the segment partials, the split form's block terms (two rounds' worth: every warp's k-tile of a
+// round, [round parity][warp][m][fold slot][row][kFoldTerms]), then each warp's ring.
 struct StreamSmem {
   int act, act_lo, sums, red, terms, ring, slot, bars, total;
 };
 // Shared memory a ring slot costs beyond its tile bytes: its barrier.
 constexpr int kSlotBarrierBytes = 8;
-// The most activation rows a grouped streaming launch stages (each group's one row is one of them).
-constexpr int64_t kStreamMaxActRows = 32;
-// An activation row's k-tiles are 512 bytes each (hi, and lo for the float types), its sum
-// fragments 256 (kSumTileBytes: the n-tile's 8 rows; a staged row is at the tile's row 0).
-// act_rows: 1, or a grouped launch's F16Act rows.
+// One activation row: its k-tiles are 512 bytes each (hi, and lo for the float types).
 MEMRA_ORDER_HD inline StreamSmem stream_smem(GgmlType type, int mt, int n_kt, int warps, int segs, int stages,
-                                             int parts = 1, int act_rows = 1) {
+                                             int parts = 1) {
   const TileFormat f = tile_format(type);
   const bool lo = type == GgmlType::F16 || type == GgmlType::BF16 || type == GgmlType::F32;
   const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
   StreamSmem s{};
   s.act = 0;
-  s.act_lo = act_rows * n_kt * 512;
-  s.sums = s.act_lo + (lo ? act_rows * n_kt * 512 : 0);
-  s.red = s.sums + (sums ? act_rows * n_kt * kSumTileBytes : 0);
+  s.act_lo = n_kt * 512;
+  s.sums = s.act_lo + (lo ? n_kt * 512 : 0);
+  s.red = s.sums + (sums ? n_kt * kSumTileBytes : 0);
   s.terms = s.red + (segs > 1 ? warps * mt * 4 * 32 * 4 : 0);
   s.ring = s.terms + (parts > 1 ? 2 * warps * mt * fold_slots(type) * kGroupRows * fold_terms(type) * 4 : 0);
   s.slot = mt * f.tile_bytes;
@@ -96,17 +92,8 @@ constexpr bool kBulkRing = TileSpec<T>::f.tile_bytes >= 3072;
 
 // a.segs, a.n_kt, a.rows = a.rows_cap = 1 (column 0 of the n-tile: only the lanes' even outputs are
 // folded), a.t / a.tile_begin (first global row group
-// of each target), a.set_rgs (R), a.n_sets, a.stages, a.parts. SW: m-tile 0 is the
+// of each target), a.set_rgs (R), a.n_sets, a.stages, a.parts. Not grouped. SW: m-tile 0 is the
 // gate's row group, m-tile 1 the up matrix's same row group.
-//
-// Grouped (a.grp_off, one target of tile_begin[1] row groups a matrix, every group at most one
-// row): global row group rgg is row group rgg % n_rg of slot rgg / n_rg's matrix (grp_expert; -1
-// the shared one), over the slot's activation row (act_row[grp_off[z]], or grp_off[z] without
-// act_row) into output row grp_off[z]; a slot without rows is a unit past the matrix. The block
-// stages all a.act_rows rows of the F16Act (a decode step's few) and each unit reads its own; the
-// tables come from the kernel before, so the weights are requested after the PDL wait.
-// The MoE decode step of one sequence runs its grouped launches here (matmul_kernel.cuh's one-row
-// form before): the same order, so the same bits.
 //
 // SPLIT (a.parts = P > 1, one activation row): a (row group, K segment) unit is P warps. Warp p
 // takes the unit's k-tiles kt0 + p, kt0 + p + P, ...: it decodes them and makes the blocks'
@@ -120,7 +107,7 @@ constexpr bool kBulkRing = TileSpec<T>::f.tile_bytes >= 3072;
 // (H200, 2026-12-03): 9B ssm_out 12.8 -> 12.2 us a call, tg128 B = 1 371.6 -> 372.6 (within noise;
 // the launch, not the chain, is most of those 12 us); 35B-A3B tg64 B = 1 370.4 -> 380.2, where the
 // router and its shared-expert gate (2 targets, 17 row groups) now stream split.
-template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
+template <GgmlType T, bool SW, bool SPLIT>
 __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   using S = TileSpec<T>;
   constexpr int MT = SW ? 2 : 1;
@@ -137,10 +124,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   const int part = warp % parts, unit = warp / parts;  // unit: rg_in_set * segs + seg
   const int seg = unit % segs, rg_in_set = unit / segs;
   const int kt0 = seg * n_kt / segs, kt1 = (seg + 1) * n_kt / segs;
-  // GROUPED is its own instantiation: the plain forms compile as they did before it.
-  constexpr bool grouped = GROUPED;
-  const int act_rows = grouped ? static_cast<int>(a.act_rows) : 1;
-  const StreamSmem L = stream_smem(T, MT, n_kt, n_warps, segs, stages, parts, act_rows);
+  const StreamSmem L = stream_smem(T, MT, n_kt, n_warps, segs, stages, parts);
   uint8_t* ring = smem + L.ring + warp * stages * L.slot;
   // kBulk: slot s of the ring completes on bars[s]: lane 0 arms it with the slot's bytes and
   // issues the bulk copies; every lane waits on the phase (bit s of `phases`: the phase parity it
@@ -152,9 +136,7 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   }
   __syncwarp();
   [[maybe_unused]] uint32_t phases = 0;
-  if constexpr (grouped) pdl_wait();  // the group tables (unit_tiles) come from the kernel before
-  const int grp_rg = a.tile_begin[1];  // grouped: row groups a matrix
-  const int total_rg = grouped ? grp_rg * a.groups : a.tile_begin[a.n_targets];
+  const int total_rg = a.tile_begin[a.n_targets];
   // Rounds a set takes: every unit walks the longest segment's k-tiles, P at a time.
   const int rounds = ((n_kt + segs - 1) / segs + parts - 1) / parts;
 
@@ -166,36 +148,11 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       for (int m = 0; m < MT; ++m) w[m] = nullptr;
       return;
     }
-    if constexpr (grouped) {
-      const int z = rgg / grp_rg;
-      const int32_t r0 = a.grp_off[z];
-      if (a.grp_off[z + 1] == r0) {
-#pragma unroll
-        for (int m = 0; m < MT; ++m) w[m] = nullptr;
-        return;
-      }
-      const int expert = a.grp_expert[z];
-      const size_t mat = expert < 0 ? 0 : a.mat_stride * static_cast<size_t>(expert);
-      const int64_t off = static_cast<int64_t>(rgg % grp_rg) * a.group_stride;
-      w[0] = (expert < 0 ? a.shared_w : a.t[0].w + mat) + off;
-      if constexpr (SW) w[1] = (expert < 0 ? a.shared_up : a.t[0].up + mat) + off;
-      return;
-    }
     int e = 0;
     while (rgg >= a.tile_begin[e + 1]) ++e;
     const int64_t off = static_cast<int64_t>(rgg - a.tile_begin[e]) * a.group_stride;
     w[0] = a.t[e].w + off;
     if constexpr (SW) w[1] = a.t[e].up + off;
-  };
-  // Grouped: the staged activation row and the output row of unit (set, this warp's row group).
-  auto unit_rows = [&](int set, int& arow, int64_t& orow) {
-    arow = 0;
-    orow = 0;
-    const int rgg = set * a.set_rgs + rg_in_set;
-    if (!grouped || rgg >= total_rg) return;  // (constant for the plain forms)
-    const int32_t r0 = a.grp_off[rgg / grp_rg];
-    arow = a.act_row ? a.act_row[r0] : r0;
-    orow = r0;
   };
 
   // The issue cursor: the next k-tile to copy (set, kt) and its slot. A warp of a split unit
@@ -243,32 +200,18 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   for (int s = 0; s < stages - 1; ++s) issue();
   pdl_wait();
   pdl_launch_dependents();
-  // The activation rows' k-tiles, [row][kt][b][t] (16 bytes each; row r of the F16Act is row r % 8
-  // of its n-tile), the sum fragments [row][kt][g][t] (one row: its n-tile's tiles; grouped: each
-  // row's 32 bytes at its tile's row 0, the rest of the tile left as it is: padding columns).
+  // The activation row's k-tiles, [kt][b][t] (16 bytes each), the sum fragments [kt][g][t].
   {
-    const int chunks = act_rows * n_kt * 32;
+    const int chunks = n_kt * 32;
     for (int c = tid; c < chunks; c += blockDim.x) {
       const int kt = c / 32, b = (c / 4) % 8, tt = c % 4;
-      int64_t src = static_cast<int64_t>(kt) * kActTileBytes + b * 512 + tt * 16;
-      if constexpr (grouped) {  // staged row r = kt / n_kt: F16Act row r is row r % 8 of n-tile r / 8
-        const int r = kt / n_kt;
-        src = (static_cast<int64_t>(r >> 3) * n_kt + kt % n_kt) * kActTileBytes + b * 512 + (r & 7) * 64 + tt * 16;
-      }
+      const int64_t src = static_cast<int64_t>(kt) * kActTileBytes + b * 512 + tt * 16;
       cp_async16(smem + L.act + c * 16, a.act + src);
       if constexpr (S::kUsesLo) cp_async16(smem + L.act_lo + c * 16, a.act_lo + src);
     }
     if constexpr (S::kUsesSums) {
-      if constexpr (!grouped) {
-        for (int c = tid; c < n_kt * (kSumTileBytes / 16); c += blockDim.x)
-          cp_async16(smem + L.sums + c * 16, a.sums + c * 16);
-      } else {
-        for (int c = tid; c < act_rows * n_kt * 2; c += blockDim.x) {
-          const int r = c / (n_kt * 2), kt = (c / 2) % n_kt, half = c % 2;
-          cp_async16(smem + L.sums + (r * n_kt + kt) * kSumTileBytes + half * 16,
-                     a.sums + (static_cast<int64_t>(r >> 3) * n_kt + kt) * kSumTileBytes + (r & 7) * 32 + half * 16);
-        }
-      }
+      for (int c = tid; c < n_kt * (kSumTileBytes / 16); c += blockDim.x)
+        cp_async16(smem + L.sums + c * 16, a.sums + c * 16);
     }
     cp_async_commit();
     cp_async_wait<0>();
@@ -293,9 +236,6 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
   int cur_set = static_cast<int>(blockIdx.x), cur_slot = 0;
   const uint8_t* cur_w[MT];
   unit_tiles(cur_set, cur_w);
-  int cur_arow = 0;
-  int64_t cur_orow = 0;
-  unit_rows(cur_set, cur_arow, cur_orow);
 
   // One k-tile of the warp's unit from ring slot cur_slot: its blocks' products into acc, or
   // (SPLIT) their epilogue terms into `out_terms`.
@@ -312,10 +252,9 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
         phases ^= 1u << cur_slot;
       }
       const uint8_t* slot = ring + cur_slot * L.slot;
-      const int akt = cur_arow * n_kt + kt;  // the unit's row's k-tile among the staged ones
-      const uint8_t* act = smem + L.act + akt * 512;
-      [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + akt * 512;
-      [[maybe_unused]] const uint8_t* sums = smem + L.sums + akt * kSumTileBytes;
+      const uint8_t* act = smem + L.act + kt * 512;
+      [[maybe_unused]] const uint8_t* act_lo = smem + L.act_lo + kt * 512;
+      [[maybe_unused]] const uint8_t* sums = smem + L.sums + kt * kSumTileBytes;
       TileRegs<T> regs[MT] = {};
 #pragma unroll
       for (int m = 0; m < MT; ++m)
@@ -441,9 +380,9 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
     if (seg == 0 && part == 0 && cur_w[0]) {
       const int rgg = cur_set * a.set_rgs + rg_in_set;
       int e = 0;
-      while (!grouped && rgg >= a.tile_begin[e + 1]) ++e;
+      while (rgg >= a.tile_begin[e + 1]) ++e;
       const Target& tg = a.t[e];
-      const int rg = grouped ? rgg % grp_rg : rgg - a.tile_begin[e];
+      const int rg = rgg - a.tile_begin[e];
       auto total = [&](int m, int i) {
         if (segs == 1) return acc[m][i];
         auto p = [&](int s) { return red[((unit + s) * MT * 4 + m * 4 + i) * 32 + lane]; };
@@ -454,8 +393,8 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       for (int i = 0; i < 4; i += 2) {
         const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * (i >> 1);
         if (t != 0 || j >= tg.n_out) continue;
-        const float scale = exp2_int(a.exps[cur_arow]);
-        float* orow = tg.out + cur_orow * tg.out_stride;
+        const float scale = exp2_int(a.exps[0]);
+        float* orow = tg.out;
         const float v = __fmul_rn(total(0, i), scale);
         if constexpr (SW) {
           const float u = __fmul_rn(total(1, i), scale);
@@ -472,38 +411,36 @@ __device__ __forceinline__ void matmul_stream_body(const Args& a) {
       for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
     cur_set += static_cast<int>(gridDim.x);
     unit_tiles(cur_set, cur_w);
-    unit_rows(cur_set, cur_arow, cur_orow);
   }
   if constexpr (!kBulk) cp_async_wait<0>();
 }
 
-template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
+template <GgmlType T, bool SW, bool SPLIT>
 __global__ void __launch_bounds__(256) matmul_stream_kernel(const Args a) {
-  matmul_stream_body<T, SW, SPLIT, GROUPED>(a);
+  matmul_stream_body<T, SW, SPLIT>(a);
 }
 // Registers: a block holds at most 16 warps an SM (plan_stream), which fit at 128 registers a
 // thread. Q6_K's SwiGLU form gets that bound (2 blocks of 256 threads): without it ptxas took 152
 // (12 warps an SM) once its odd outputs were no longer folded; at 128 it spills 8 bytes. The other
 // forms stay below 128 unbounded, and any explicit bound (even a minimum of 1 block) moves their
 // allocation (bf16 61 -> 146 registers), so they keep the plain kernel.
-template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
+template <GgmlType T, bool SW, bool SPLIT>
 __global__ void __launch_bounds__(256, 2) matmul_stream_kernel_128(const Args a) {
-  matmul_stream_body<T, SW, SPLIT, GROUPED>(a);
+  matmul_stream_body<T, SW, SPLIT>(a);
 }
 template <GgmlType T, bool SW>
 constexpr bool kStream128 = T == GgmlType::Q6_K && SW;
 
 // Blocks: the sets, at most `per_sm` resident blocks an SM (fewer where registers allow fewer);
 // a block walks the sets past the grid.
-template <GgmlType T, bool SW, bool SPLIT, bool GROUPED>
+template <GgmlType T, bool SW, bool SPLIT>
 void launch_stream_shape(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
   auto kernel = [] {
-    if constexpr (kStream128<T, SW>) return matmul_stream_kernel_128<T, SW, SPLIT, GROUPED>;
-    else return matmul_stream_kernel<T, SW, SPLIT, GROUPED>;
+    if constexpr (kStream128<T, SW>) return matmul_stream_kernel_128<T, SW, SPLIT>;
+    else return matmul_stream_kernel<T, SW, SPLIT>;
   }();
   const size_t smem = static_cast<size_t>(
-      stream_smem(T, SW ? 2 : 1, args.n_kt, warps, args.segs, args.stages, args.parts,
-                  GROUPED ? static_cast<int>(args.act_rows) : 1).total);
+      stream_smem(T, SW ? 2 : 1, args.n_kt, warps, args.segs, args.stages, args.parts).total);
   static size_t configured = 0;
   if (smem > configured) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -526,20 +463,12 @@ template <GgmlType T>
 void launch_stream_type(const Args& args, int warps, int per_sm, int sms, cudaStream_t stream) {
   // One activation row: the kernel folds only the even outputs of a lane (block_products<T, false>).
   MEMRA_ASSERT(args.parts >= 1 && args.rows == 1 && args.rows_cap == 1, "matmul: the streaming kernel takes one row");
-  if (args.grp_off) {
-    if (args.parts > 1) {
-      if (args.swiglu) return launch_stream_shape<T, true, true, true>(args, warps, per_sm, sms, stream);
-      return launch_stream_shape<T, false, true, true>(args, warps, per_sm, sms, stream);
-    }
-    if (args.swiglu) return launch_stream_shape<T, true, false, true>(args, warps, per_sm, sms, stream);
-    return launch_stream_shape<T, false, false, true>(args, warps, per_sm, sms, stream);
-  }
   if (args.parts > 1) {
-    if (args.swiglu) return launch_stream_shape<T, true, true, false>(args, warps, per_sm, sms, stream);
-    return launch_stream_shape<T, false, true, false>(args, warps, per_sm, sms, stream);
+    if (args.swiglu) return launch_stream_shape<T, true, true>(args, warps, per_sm, sms, stream);
+    return launch_stream_shape<T, false, true>(args, warps, per_sm, sms, stream);
   }
-  if (args.swiglu) return launch_stream_shape<T, true, false, false>(args, warps, per_sm, sms, stream);
-  launch_stream_shape<T, false, false, false>(args, warps, per_sm, sms, stream);
+  if (args.swiglu) return launch_stream_shape<T, true, false>(args, warps, per_sm, sms, stream);
+  launch_stream_shape<T, false, false>(args, warps, per_sm, sms, stream);
 }
 
 }  // namespace memra::cuda::matmul_impl
