@@ -78,7 +78,7 @@ int64_t launch_blocks(const Config& c, int64_t rows, int64_t groups, int segs, b
   return seq_tiles * ((groups + per_tile - 1) / per_tile) * segs;
 }
 
-Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
+Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu, GgmlType type) {
   // Shapes from the widest. One m-tile per warp for the small batches (more warps: measured
   // faster at B = 1-16 than two m-tiles per warp, 2026-12-01).
   static constexpr Config kShapes[] = {{2, 8, 8}, {2, 4, 8}, {1, 2, 4}, {1, 2, 2}, {1, 2, 1},
@@ -125,6 +125,7 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu) {
   }
   Config c = kShapes[pick];
   if (swiglu) c.mt = 2;
+  if (c.mt == 2 && c.nt == 8) c.warps = wide_warps(type);
   return c;
 }
 
@@ -212,7 +213,7 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
     }
   }
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
-  Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0);
+  Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0, type);
   // A block stages every row its n-tiles cover: a grouped launch's group may hold more rows than
   // the shape was chosen for (the emulation's 8-n-tile shape for a 16-row choice read past the
   // staged rows).

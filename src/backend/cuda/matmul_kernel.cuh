@@ -82,8 +82,9 @@ struct Shape {
 // SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows). ONE_ROW: every
 // group has at most one activation row (a.rows == 1), column 0 of the n-tile, so the lanes' odd
 // outputs are padding and are not folded (block_products); the stored outputs keep their bits.
-template <GgmlType T, int MT, int NT, bool SW, int STAGES, bool ONE_ROW = false>
-__global__ void __launch_bounds__(256) matmul_kernel(const Args a) {
+// THREADS: the block size the registers are allocated for (256, or kWideThreads: wide_warps()).
+template <GgmlType T, int MT, int NT, bool SW, int STAGES, bool ONE_ROW = false, int THREADS = 256>
+__global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
   using S = TileSpec<T>;
   using Sh = Shape<T, MT, NT>;
   MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
@@ -372,10 +373,27 @@ struct Config {
 // tiles were at 2 already (a k-tile's tensor-core work outlasts its loads). run() sizes the block.
 constexpr int kStages = 2;
 
-template <GgmlType T, int MT, int NT, bool SW, bool ONE_ROW = false>
+// The (2, 8) shape's wider block for the types whose registers fit it (wide_warps).
+constexpr int kWideThreads = 384;
+constexpr bool has_wide_block(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q4_K; }
+
+// Warps a block of the (2, 8) shape (two m-tiles, 8 n-tiles: more than 32 rows), before run()
+// halves them for shared memory. 12 where the kernel compiles for 384 threads without spilling
+// in its k-loop: Q4_0 and Q4_K take 168 registers (from 195-201 at 256 threads, where one 8-warp
+// block fills an SM's 138 KB of stages; ptxas keeps 56-80 bytes of stack, one spill in Q4_0's
+// k-loop). 12 warps (175-190 KB) hold an SM at 3 warps a scheduler instead of 2: the kernel is
+// latency-bound there (Nsight: tensor pipe 26%, 62% of cycles without an eligible warp).
+// H100, 9B synth, pp512 (2026-12-05, same call, bits identical): Q4_0 9,719 / 9,827 -> 10,372 /
+// 10,382 tok/s (SwiGLU 572 -> 509 us a call, ffn_down 344 -> 299, fused qkv 462 -> 439); Q4_K 9,148
+// / 9,127 -> 9,494 / 9,459; 16 warps (128 registers, 16 spills in Q4_0's loop) 9,762 / 9,850. Q8_0's
+// 12-warp stages would not fit (run() would halve them to 6), Q5_K / Q6_K spill at 8 already.
+inline int wide_warps(GgmlType t) { return has_wide_block(t) ? kWideThreads / 32 : 8; }
+
+template <GgmlType T, int MT, int NT, bool SW, bool ONE_ROW = false, int THREADS = 256>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
   MEMRA_ASSERT(!ONE_ROW || args.rows == 1, "matmul: the one-row kernel takes one row a group");
-  auto kernel = matmul_kernel<T, MT, NT, SW, kStages, ONE_ROW>;
+  MEMRA_ASSERT(warps >= 1 && 32 * warps <= THREADS, "matmul: {} warps for a kernel of {} threads", warps, THREADS);
+  auto kernel = matmul_kernel<T, MT, NT, SW, kStages, ONE_ROW, THREADS>;
   // The stages, then the staged rows' source rows (int64 each).
   const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps) +
                       sizeof(int64_t) * static_cast<size_t>(8 * NT) + sizeof(uint64_t) * kStages;
@@ -418,6 +436,11 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
 template <GgmlType T>
 void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStream_t stream) {
   const bool one_row = args.rows == 1;
+  if constexpr (has_wide_block(T)) {
+    if (c.mt == 2 && c.nt == 8 && c.warps > 8)
+      return args.swiglu ? launch_shape<T, 2, 8, true, false, kWideThreads>(args, c.warps, row_tiles, stream)
+                         : launch_shape<T, 2, 8, false, false, kWideThreads>(args, c.warps, row_tiles, stream);
+  }
   if (args.swiglu) {
     if (c.nt == 1 && one_row) return launch_shape<T, 2, 1, true, true>(args, c.warps, row_tiles, stream);
     if (c.nt == 1) return launch_shape<T, 2, 1, true>(args, c.warps, row_tiles, stream);
