@@ -132,20 +132,21 @@ TEST(GpuMatmul, SplitStreamingUnitsGiveTheBitsOfOneWarpAUnit) {
 }
 
 // Fused launches (several projections of one input; the SwiGLU pair) give exactly the bits of
-// separate matmuls (+ silu_mul).
+// separate matmuls (+ silu_mul). The projections' row groups (16, 3, 1) leave row tiles that hold
+// the end of one projection and the start of the next.
 TEST(GpuMatmul, FusedLaunchesMatchSeparateOnes) {
   MEMRA_GPU_OR_SKIP(gpu);
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0}) {
     const int64_t n_in = emulated() ? 1024 : 2048, n_ff = emulated() ? 64 : 512;
-    for (int64_t rows : {3, 20}) {
-      HostWeight a = make_weight(t, n_in, 256, 31), b = make_weight(t, n_in, 64, 32), c = make_weight(t, n_in, 8, 33);
+    for (int64_t rows : {3, 20, 70}) {
+      HostWeight a = make_weight(t, n_in, 256, 31), b = make_weight(t, n_in, 48, 32), c = make_weight(t, n_in, 8, 33);
       WeightRef wa = a.ref, wb = b.ref, wc = c.ref;
       gpu->upload_matrix(wa, a.bytes.data());
       gpu->upload_matrix(wb, b.bytes.data());
       gpu->upload_matrix(wc, c.bytes.data());
       auto x = test::normal_floats(rows * n_in, 1.0f, 34);
-      test::DevFloats dx(*gpu, x), oa(*gpu, rows * 256), ob(*gpu, rows * 64), oc(*gpu, rows * 8);
-      test::DevFloats sa(*gpu, rows * 256), sb(*gpu, rows * 64), sc(*gpu, rows * 8);
+      test::DevFloats dx(*gpu, x), oa(*gpu, rows * 256), ob(*gpu, rows * 48), oc(*gpu, rows * 8);
+      test::DevFloats sa(*gpu, rows * 256), sb(*gpu, rows * 48), sc(*gpu, rows * 8);
       gpu->reset_scratch();
       const Backend::MatmulOut outs[3] = {{&wa, oa.get()}, {&wb, ob.get()}, {&wc, oc.get()}};
       gpu->matmul_multi(dx.get(), rows, outs, 3);

@@ -36,7 +36,7 @@ struct Target {
 
 struct Args {
   Target t[kMaxTargets];
-  int tile_begin[kMaxTargets + 1];  // first row tile of each target (grid y / segs)
+  int tile_begin[kMaxTargets + 1];  // first row group of each target, all targets numbered end to end
   int n_targets;
   int swiglu;
   int segs;             // K segments (matmul_order.h): the blocks of a cluster along grid y
@@ -100,11 +100,15 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
   const int seg = static_cast<int>(blockIdx.y) % a.segs;
   const int tile = static_cast<int>(blockIdx.y) / a.segs;
   const int kt0 = seg * a.n_kt / a.segs, kt1 = (seg + 1) * a.n_kt / a.segs;
-  int e = 0;
-  while (tile >= a.tile_begin[e + 1]) ++e;
-  const Target& tg = a.t[e];
+  // Row tiles run over the targets' row groups end to end (a tile may hold the end of one target
+  // and the start of the next); each target starts at a multiple of a warp's m-tiles (run()), so
+  // a warp's row groups are one target's. Warps past the last target's rows copy and store nothing.
   constexpr int mt_rows = SW ? MT / 2 : MT;  // row groups per warp
-  const int rg0 = (tile - a.tile_begin[e]) * n_warps * mt_rows + warp * mt_rows;
+  const int rgg = (tile * n_warps + warp) * mt_rows;  // the warp's first row group, all targets
+  int e = 0;
+  while (e + 1 < a.n_targets && rgg >= a.tile_begin[e + 1]) ++e;
+  const Target& tg = a.t[e];
+  const int rg0 = rgg - a.tile_begin[e];
   const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
 
   // The group: its rows and matrix. The tables come from the kernel before (routing), so a
