@@ -231,9 +231,12 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
   MEMRA_ASSERT(smem(c.warps) <= kSmemBudget, "matmul: {} bytes of shared memory for one warp", smem(c.warps));
   // Row tiles span targets (matmul_kernel.cuh): a launch of several projections runs as many
   // blocks as its row groups need, not a partial tile per target. Each target starts at a
-  // multiple of a warp's m-tiles. H100, 9B Q4_0 pp512 (2026-12-05, ncu): the fused GDN projection
-  // (qkv 512 + gate 256 + beta 2 + alpha 2 row groups) took 35 tiles a tile per target, 560 blocks
-  // of 12 warps, 5 rounds of 132 SMs at ~60 us, where 33 tiles, 528 blocks, fill 4.
+  // multiple of a warp's m-tiles. H100, 9B Q4_0 pp512 (2026-12-05): under ncu the fused GDN
+  // projection (qkv 512 + gate 256 + beta 2 + alpha 2 row groups) ran a tile per target, 35 tiles,
+  // 560 blocks of 12 warps: 299 us, 5 rounds of 132 SMs at ~60 us like SwiGLU's (1,024 blocks,
+  // 485 us), for 4.2 rounds of work; spanning tiles make it 33 tiles, 528 blocks, 4 rounds. With
+  // the 12-warp blocks, pp512 9,906 / 9,905 -> 10,680 / 10,637 tok/s against main before both
+  // (the 12-warp blocks alone, another call: +6.6%); decode B = 1 / 16 / 64 within noise, same bits.
   const int mt_rows = args.swiglu ? c.mt / 2 : c.mt;
   const int64_t per_tile = static_cast<int64_t>(c.warps) * mt_rows;
   args.tile_begin[0] = 0;
