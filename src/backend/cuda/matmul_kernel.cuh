@@ -382,10 +382,11 @@ constexpr int kWideThreads = 384;
 constexpr bool has_wide_block(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q4_K; }
 
 // Warps a block of the (2, 8) shape (two m-tiles, 8 n-tiles: more than 32 rows), before run()
-// halves them for shared memory. 12 where the kernel compiles for 384 threads without spilling
-// in its k-loop: Q4_0 and Q4_K take 168 registers (from 195-201 at 256 threads, where one 8-warp
-// block fills an SM's 138 KB of stages; ptxas keeps 56-80 bytes of stack, one spill in Q4_0's
-// k-loop). 12 warps (175-190 KB) hold an SM at 3 warps a scheduler instead of 2: the kernel is
+// halves them for shared memory. 12 where the kernel compiles for 384 threads with its k-loop
+// nearly spill-free: Q4_0 and Q4_K take 168 registers (from 195-201 at 256 threads, where one 8-warp
+// block fills an SM's 138 KB of stages); ptxas keeps 56-80 bytes of stack, and at most one local
+// load or store lies between the first and last tensor-core instruction (SASS, 2026-12-05).
+// 12 warps (175-190 KB) hold an SM at 3 warps a scheduler instead of 2: the kernel is
 // latency-bound there (Nsight: tensor pipe 26%, 62% of cycles without an eligible warp).
 // H100, 9B synth, pp512 (2026-12-05, same call, bits identical): Q4_0 9,719 / 9,827 -> 10,372 /
 // 10,382 tok/s (SwiGLU 572 -> 509 us a call, ffn_down 344 -> 299, fused qkv 462 -> 439); Q4_K 9,148
