@@ -13,25 +13,29 @@ mkdir -p /tmp/g && tar xJf .gpu/lib.tar.xz -C /tmp/g && xz -dc .gpu/next.xz > /t
 export LD_LIBRARY_PATH=/tmp/g/lib
 X=/tmp/g/next
 row() { grep -E 'tg|pp512' | cut -d'|' -f5,6,7 | tr '\n' ' '; echo; }
+# same_logits MODEL KNOB=VALUE: prefill logits with and without the knob, compared with cmp.
+same_logits() {
+  $X logits -m $1 --device cuda --ids "$(seq -s, 100 400)" --mode prefill -o /tmp/a.bin 2>&1 | grep -v wrote
+  env $2 $X logits -m $1 --device cuda --ids "$(seq -s, 100 400)" --mode prefill -o /tmp/b.bin 2>&1 | grep -v wrote
+  echo -n "$1 prefill logits $2 vs main: "; cmp /tmp/a.bin /tmp/b.bin && echo identical
+}
+# pp_rounds MODEL KNOB V1 V2: pp512 alternating the knob's two values, two rounds.
+pp_rounds() {
+  for r in 1 2; do
+    for v in $3 $4; do echo -n "r$r $1 $2=$v: "; env $2=$v $X bench -m $1 --device cuda -p 512 -n 0 -r 3 2>/dev/null | row; done
+  done
+}
 {
 $X --version; nvidia-smi --query-gpu=name --format=csv,noheader
 M=/tmp/9b-q4_0.gguf
 $X synth --arch qwen35 --shape 9b --type q4_0 -o $M >/dev/null 2>&1 || echo "synth failed"
-$X logits -m $M --device cuda --ids "$(seq -s, 100 400)" --mode prefill -o /tmp/a.bin 2>&1 | grep -v wrote
-MEMRA_X_WIDE_DOWN=16 $X logits -m $M --device cuda --ids "$(seq -s, 100 400)" --mode prefill -o /tmp/b.bin 2>&1 | grep -v wrote
-echo -n "q4_0 prefill logits down16 vs main: "; cmp /tmp/a.bin /tmp/b.bin && echo identical
-for r in 1 2; do
-  for d in 0 16; do echo -n "r$r q4_0 down=$d: "; MEMRA_X_WIDE_DOWN=$d $X bench -m $M --device cuda -p 512 -n 0 -r 3 2>/dev/null | row; done
-done
+same_logits $M MEMRA_X_WIDE_DOWN=16
+pp_rounds $M MEMRA_X_WIDE_DOWN 0 16
 for d in 0 16; do
   MEMRA_X_WIDE_DOWN=$d MEMRA_CUDA_PROFILE=1 $X bench -m $M --device cuda -p 512 -n 0 -r 1 2>&1 | grep -E "ffn_down|swiglu"
 done
 rm -f $M; M=/tmp/9b-q8_0.gguf
 $X synth --arch qwen35 --shape 9b --type q8_0 -o $M >/dev/null 2>&1 || echo "q8 synth failed"
-$X logits -m $M --device cuda --ids "$(seq -s, 100 400)" --mode prefill -o /tmp/a.bin 2>&1 | grep -v wrote
-MEMRA_X_Q8_WARPS=9 $X logits -m $M --device cuda --ids "$(seq -s, 100 400)" --mode prefill -o /tmp/b.bin 2>&1 | grep -v wrote
-echo -n "q8_0 prefill logits 9 warps vs main: "; cmp /tmp/a.bin /tmp/b.bin && echo identical
-for r in 1 2; do
-  for w in 8 9; do echo -n "r$r q8_0 warps=$w: "; MEMRA_X_Q8_WARPS=$w $X bench -m $M --device cuda -p 512 -n 0 -r 3 2>/dev/null | row; done
-done
+same_logits $M MEMRA_X_Q8_WARPS=9
+pp_rounds $M MEMRA_X_Q8_WARPS 8 9
 } 2>&1 | tee $OUT/q8-warps-down16.log
