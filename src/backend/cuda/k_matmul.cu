@@ -125,7 +125,7 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu, GgmlType
   }
   Config c = kShapes[pick];
   if (swiglu) c.mt = 2;
-  if (c.mt == 2 && c.nt == 8) c.warps = wide_warps(type);
+  if (c.mt == 2 && c.nt == 8) c.warps = wide_shape_threads(type) / 32;
   return c;
 }
 

@@ -82,7 +82,7 @@ struct Shape {
 // SW: SwiGLU launch (m-tiles [0, MT/2) of gate, [MT/2, MT) of up, the same rows). ONE_ROW: every
 // group has at most one activation row (a.rows == 1), column 0 of the n-tile, so the lanes' odd
 // outputs are padding and are not folded (block_products); the stored outputs keep their bits.
-// THREADS: the block size the registers are allocated for (256, or kWideThreads: wide_warps()).
+// THREADS: the block size the registers are allocated for (256, or wide_shape_threads(T) at (2, 8)).
 template <GgmlType T, int MT, int NT, bool SW, int STAGES, bool ONE_ROW = false, int THREADS = 256>
 __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
   using S = TileSpec<T>;
@@ -377,12 +377,9 @@ struct Config {
 // tiles were at 2 already (a k-tile's tensor-core work outlasts its loads). run() sizes the block.
 constexpr int kStages = 2;
 
-// The (2, 8) shape's wider block for the types whose registers fit it (wide_warps).
-constexpr int kWideThreads = 384;
-constexpr bool has_wide_block(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q4_K; }
-
-// Warps a block of the (2, 8) shape (two m-tiles, 8 n-tiles: more than 32 rows), before run()
-// halves them for shared memory. 12 where the kernel compiles for 384 threads with its k-loop
+// The block size of the (2, 8) shape (two m-tiles, 8 n-tiles: more than 32 rows): its kernel's
+// register budget and, in warps, what pick_config asks for before run() halves it for shared
+// memory. 384 threads where the kernel compiles for them with its k-loop
 // nearly spill-free: Q4_0 and Q4_K take 168 registers (from 195-201 at 256 threads, where one 8-warp
 // block fills an SM's 138 KB of stages); ptxas keeps 56-80 bytes of stack, and at most one local
 // load or store lies between the first and last tensor-core instruction (SASS, 2026-12-05).
@@ -392,7 +389,7 @@ constexpr bool has_wide_block(GgmlType t) { return t == GgmlType::Q4_0 || t == G
 // 10,382 tok/s (SwiGLU 572 -> 509 us a call, ffn_down 344 -> 299, fused qkv 462 -> 439); Q4_K 9,148
 // / 9,127 -> 9,494 / 9,459; 16 warps (128 registers, 16 spills in Q4_0's loop) 9,762 / 9,850. Q8_0's
 // 12-warp stages would not fit (run() would halve them to 6), Q5_K / Q6_K spill at 8 already.
-inline int wide_warps(GgmlType t) { return has_wide_block(t) ? kWideThreads / 32 : 8; }
+constexpr int wide_shape_threads(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q4_K ? 384 : 256; }
 
 template <GgmlType T, int MT, int NT, bool SW, bool ONE_ROW = false, int THREADS = 256>
 void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t stream) {
@@ -441,15 +438,11 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
 template <GgmlType T>
 void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStream_t stream) {
   const bool one_row = args.rows == 1;
-  if constexpr (has_wide_block(T)) {
-    if (c.mt == 2 && c.nt == 8 && c.warps > 8)
-      return args.swiglu ? launch_shape<T, 2, 8, true, false, kWideThreads>(args, c.warps, row_tiles, stream)
-                         : launch_shape<T, 2, 8, false, false, kWideThreads>(args, c.warps, row_tiles, stream);
-  }
+  constexpr int kWide = wide_shape_threads(T);
   if (args.swiglu) {
     if (c.nt == 1 && one_row) return launch_shape<T, 2, 1, true, true>(args, c.warps, row_tiles, stream);
     if (c.nt == 1) return launch_shape<T, 2, 1, true>(args, c.warps, row_tiles, stream);
-    if (c.nt == 8) return launch_shape<T, 2, 8, true>(args, c.warps, row_tiles, stream);
+    if (c.nt == 8) return launch_shape<T, 2, 8, true, false, kWide>(args, c.warps, row_tiles, stream);
 #ifndef MEMRA_CUDASIM  // k_matmul.cu: the emulation builds the 1- and 8-n-tile shapes only
     if (c.nt == 2) return launch_shape<T, 2, 2, true>(args, c.warps, row_tiles, stream);
     if (c.nt == 4) return launch_shape<T, 2, 4, true>(args, c.warps, row_tiles, stream);
@@ -457,7 +450,7 @@ void launch_type(const Args& args, const Config& c, int64_t row_tiles, cudaStrea
   } else {
     if (c.mt == 1 && c.nt == 1 && one_row) return launch_shape<T, 1, 1, false, true>(args, c.warps, row_tiles, stream);
     if (c.mt == 1 && c.nt == 1) return launch_shape<T, 1, 1, false>(args, c.warps, row_tiles, stream);
-    if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false>(args, c.warps, row_tiles, stream);
+    if (c.mt == 2 && c.nt == 8) return launch_shape<T, 2, 8, false, false, kWide>(args, c.warps, row_tiles, stream);
 #ifndef MEMRA_CUDASIM
     if (c.mt == 1 && c.nt == 2) return launch_shape<T, 1, 2, false>(args, c.warps, row_tiles, stream);
     if (c.mt == 2 && c.nt == 4) return launch_shape<T, 2, 4, false>(args, c.warps, row_tiles, stream);
