@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in session 32, not run yet. Two prefill block sizes on top of main (cc61828), in one
-# binary (.gpu/next.xz, built from cc61828 + 2026-12-06-q8-warps-down16.patch; the bundle's lib/ is
+# Prepared in session 32, not run yet. Two prefill block sizes on top of main (ec83790), in one
+# binary (.gpu/next.xz, built from ec83790 + 2026-12-06-q8-warps-down16.patch; the bundle's lib/ is
 # .gpu/lib.tar.xz). Both leave bits alone (a block size never changes them): the logits must match.
 # - MEMRA_X_Q8_WARPS=9: Q8_0's (2, 8) shape in 9-warp blocks (384-thread instantiation: 168
 #   registers, 8-10 local loads / stores in the k-loop; 9 warps' stages are 218 KB, 12 would not fit).
