@@ -18,14 +18,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                    \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
+#include "probe_check.h"
 
 enum Pdl : int { kNoPdl = 0, kPdlWaitFirst = 1, kPdlPrefetch = 2 };
 

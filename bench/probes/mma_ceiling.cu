@@ -21,14 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                    \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
+#include "probe_check.h"
 
 constexpr int kThreads = 128;
 constexpr int kBlocksPerLaunch = 4096;  // blocks walk iterations; enough to fill any SM count many times

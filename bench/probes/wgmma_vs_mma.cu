@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); std::exit(1); } } while (0)
+#include "probe_check.h"
 
 constexpr int M = 64, N = 64, K = 32;
 
