@@ -6,16 +6,28 @@
 #   mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g
 #   LD_LIBRARY_PATH=/tmp/g/lib BUILD=/tmp/g/bin scripts/gpu-check.sh [tests|bench|batch|serve]
 # Usage: scripts/gpu-bundle.sh [BUILD_DIR]   (default: build)
+#        scripts/gpu-bundle.sh --memra NAME [BUILD_DIR]
+# The second form packs only memra (relinked without the demo model, stripped) as .gpu/NAME.xz
+# (~8 MB), and the libraries alone as .gpu/lib.tar.xz: a second binary for comparisons in one
+# device call (several builds' memra beside one bundle). On the GPU machine:
+#   mkdir -p /tmp/g && tar xJf .gpu/lib.tar.xz -C /tmp/g && xz -dc .gpu/NAME.xz > /tmp/g/NAME &&
+#   chmod +x /tmp/g/NAME && LD_LIBRARY_PATH=/tmp/g/lib /tmp/g/NAME ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ONLY=""
+if [ "${1:-}" = "--memra" ]; then
+  ONLY=${2:?"gpu-bundle: --memra needs a NAME (written to .gpu/NAME.xz)"}
+  shift 2
+fi
 BUILD=${1:-build}
 for b in memra memra_tests; do
+  [ -n "$ONLY" ] && [ "$b" = memra_tests ] && continue
   [ -x "$BUILD/$b" ] || { echo "gpu-bundle: $BUILD/$b is missing: build first (README command 1)" >&2; exit 1; }
 done
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" .gpu
-strip -o "$stage/bin/memra_tests" "$BUILD/memra_tests"
+[ -n "$ONLY" ] || strip -o "$stage/bin/memra_tests" "$BUILD/memra_tests"
 # memra relinked without the embedded demo model (28 MB that a GPU benchmark never reads, and the
 # device machine's 64 MiB transfer limit counts): an empty blob in its place, so `memra run`
 # without -m fails there with a clear GGUF error instead.
@@ -31,10 +43,16 @@ else
   strip -o "$stage/bin/memra" "$BUILD/memra"
 fi
 # Libraries outside glibc/libstdc++ (present on any Linux image) that the binaries link.
-ldd "$BUILD/memra" "$BUILD/memra_tests" | awk '/=> \// {print $3}' | sort -u |
+ldd "$BUILD/memra" $([ -n "$ONLY" ] || echo "$BUILD/memra_tests") | awk '/=> \// {print $3}' | sort -u |
   grep -E 'libcpp-httplib|libssl|libcrypto|libbrotli|libgomp|libz\.|libzstd' | while read -r lib; do
   cp -L "$lib" "$stage/lib/"
 done
+if [ -n "$ONLY" ]; then
+  xz -T0 -6 -c "$stage/bin/memra" > ".gpu/$ONLY.xz"
+  tar cJf .gpu/lib.tar.xz -C "$stage" lib
+  echo "gpu-bundle: .gpu/$ONLY.xz ($(du -h ".gpu/$ONLY.xz" | cut -f1)), .gpu/lib.tar.xz ($(du -h .gpu/lib.tar.xz | cut -f1))"
+  exit 0
+fi
 tar cJf .gpu/bundle.tar.xz -C "$stage" bin lib
 # The fixtures the GPU tests read (FIXTURES, default the dense ones: the transfer limit does not
 # hold all four with the binaries and the demo model).

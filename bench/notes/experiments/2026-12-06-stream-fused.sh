@@ -9,9 +9,8 @@
 # the knob on, and a target-lookup mutation fails it there).
 # Build (here, ~3 min): git worktree add /tmp/sf HEAD && cd /tmp/sf && git apply
 #   bench/notes/experiments/2026-12-06-stream-fused.patch && cmake -S . -B build -G Ninja
-#   -DCMAKE_BUILD_TYPE=Release && cmake --build build --target memra; then relink build/memra without
-#   the demo model (scripts/gpu-bundle.sh's link line), strip, xz to .gpu/sf.xz; the bundle's lib/ as
-#   .gpu/lib.tar.xz.
+#   -DCMAKE_BUILD_TYPE=Release && cmake --build build --target memra && scripts/gpu-bundle.sh --memra sf
+#   (writes /tmp/sf/.gpu/sf.xz and lib.tar.xz: copy both into this checkout's .gpu/).
 #   bash bench/notes/experiments/2026-12-06-stream-fused.sh   carry [".gpu/lib.tar.xz", ".gpu/sf.xz"]   (~2 min)
 set -u
 mkdir -p /tmp/g && tar xJf .gpu/lib.tar.xz -C /tmp/g && xz -dc .gpu/sf.xz > /tmp/g/sf && chmod +x /tmp/g/sf
