@@ -9,7 +9,8 @@ last one (one k-tile of one warp, the common path), with the mix by opcode, and 
 registers a thread and stack / local (spill) bytes (cuobjdump -res-usage).
 
 Usage: scripts/sass_count.py [BUILD_DIR] [--filter SUBSTRING] [--diff OTHER_BUILD_DIR]
-cuobjdump: from PATH, CUDA's bin, or `pip install nvidia-cuda-cuobjdump` (its nvidia/cu13/bin).
+cuobjdump: from PATH, CUDA's bin, or `pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm` (their
+nvidia/cu13/bin; cuobjdump -sass runs nvdisasm, so put that folder on PATH).
 """
 import argparse
 import collections
