@@ -49,8 +49,6 @@ struct PromptSmem {
   static constexpr size_t bytes(int warps) { return sizeof(uint16_t) * (4 * size_t{kTile} + 2 * size_t{kQ} * warps); }
 };
 
-__device__ __forceinline__ uint32_t word_at(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
 // x as an f16 hi part and an f16 lo part: hi = f16(x), lo = f16(x - hi) (x - hi is exact in float).
 __device__ __forceinline__ void split_f16(float x, uint16_t& hi, uint16_t& lo) {
   const __half h = __float2half_rn(x);
@@ -80,6 +78,7 @@ __global__ void __launch_bounds__(kTcMaxWarps * kWarp)
   const int warps = static_cast<int>(blockDim.x) / kWarp;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int g = lane / 4, t = lane % 4;
+  const int li = lane / 8, lr = lane % 8;  // the matrix and row whose address the lane gives ldmatrix_x4
   const int seq = static_cast<int>(blockIdx.z);
   const int n = step.seq_n_rows[seq];
   const int tile_row = static_cast<int>(blockIdx.x) * kTcRows;
@@ -158,7 +157,8 @@ __global__ void __launch_bounds__(kTcMaxWarps * kWarp)
     const uint16_t* ks = smem + (kt & 1) * 2 * L::kTile;
     const uint16_t* vs = ks + L::kTile;
 
-    // Scores: S = q_hi K^T + q_lo K^T, 16 dims a step in dim order.
+    // Scores: S = q_hi K^T + q_lo K^T, 16 dims a step in dim order. ldmatrix_x4: the q rows' A
+    // fragments, and two n-tiles' (keys') B fragments of K a call.
     float s[kTcKeys / 8][4];
 #pragma unroll
     for (int j = 0; j < kTcKeys / 8; ++j)
@@ -166,16 +166,18 @@ __global__ void __launch_bounds__(kTcMaxWarps * kWarp)
       for (int i = 0; i < 4; ++i) s[j][i] = 0.0f;
 #pragma unroll 4
     for (int kk = 0; kk < HD / 16; ++kk) {
-      const uint16_t* qa = qh + g * L::kRow + 16 * kk + 2 * t;
-      const uint16_t* qb = ql + g * L::kRow + 16 * kk + 2 * t;
-      const uint32_t ah[4] = {word_at(qa), word_at(qa + 8 * L::kRow), word_at(qa + 8), word_at(qa + 8 * L::kRow + 8)};
-      const uint32_t al[4] = {word_at(qb), word_at(qb + 8 * L::kRow), word_at(qb + 8), word_at(qb + 8 * L::kRow + 8)};
+      uint32_t ah[4], al[4];
+      const int qa = (lr + 8 * (li & 1)) * L::kRow + 16 * kk + 8 * (li >> 1);
+      ldmatrix_x4<false>(ah, qh + qa);
+      ldmatrix_x4<false>(al, ql + qa);
 #pragma unroll
-      for (int j = 0; j < kTcKeys / 8; ++j) {
-        const uint16_t* kb = ks + (8 * j + g) * L::kRow + 16 * kk + 2 * t;
-        const uint32_t b0 = word_at(kb), b1 = word_at(kb + 8);
-        mma_16816(s[j], ah, b0, b1, s[j]);
-        mma_16816(s[j], al, b0, b1, s[j]);
+      for (int jj = 0; jj < kTcKeys / 16; ++jj) {
+        uint32_t kb[4];
+        ldmatrix_x4<false>(kb, ks + (8 * (2 * jj + (li >> 1)) + lr) * L::kRow + 16 * kk + 8 * (li & 1));
+        mma_16816(s[2 * jj], ah, kb[0], kb[1], s[2 * jj]);
+        mma_16816(s[2 * jj], al, kb[0], kb[1], s[2 * jj]);
+        mma_16816(s[2 * jj + 1], ah, kb[2], kb[3], s[2 * jj + 1]);
+        mma_16816(s[2 * jj + 1], al, kb[2], kb[3], s[2 * jj + 1]);
       }
     }
 
@@ -219,7 +221,8 @@ __global__ void __launch_bounds__(kTcMaxWarps * kWarp)
     }
 
     // O += P_hi V + P_lo V, 16 keys a step in key order. P's A fragment is the scores' C fragments
-    // of n-tiles 2kk and 2kk + 1; V's B fragment (keys 2t, 2t + 1 of dim 8j + g) pairs two rows.
+    // of n-tiles 2kk and 2kk + 1; V's B fragments (V stored key-major) by ldmatrix_x4<TRANS>, two
+    // n-tiles (dims) a call.
 #pragma unroll
     for (int kk = 0; kk < kTcKeys / 16; ++kk) {
       uint32_t ph[4], pl[4];
@@ -227,14 +230,15 @@ __global__ void __launch_bounds__(kTcMaxWarps * kWarp)
       split_pair(s[2 * kk][2], s[2 * kk][3], ph[1], pl[1]);
       split_pair(s[2 * kk + 1][0], s[2 * kk + 1][1], ph[2], pl[2]);
       split_pair(s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);
-      const uint16_t* vb = vs + (16 * kk + 2 * t) * L::kRow + g;
+      const uint16_t* vb = vs + (16 * kk + 8 * (li & 1) + lr) * L::kRow + 8 * (li >> 1);
 #pragma unroll
-      for (int j = 0; j < HD / 8; ++j) {
-        const uint16_t* v = vb + 8 * j;
-        const uint32_t b0 = static_cast<uint32_t>(v[0]) | static_cast<uint32_t>(v[L::kRow]) << 16;
-        const uint32_t b1 = static_cast<uint32_t>(v[8 * L::kRow]) | static_cast<uint32_t>(v[9 * L::kRow]) << 16;
-        mma_16816(o[j], ph, b0, b1, o[j]);
-        mma_16816(o[j], pl, b0, b1, o[j]);
+      for (int jj = 0; jj < HD / 16; ++jj) {
+        uint32_t b[4];
+        ldmatrix_x4<true>(b, vb + 16 * jj);
+        mma_16816(o[2 * jj], ph, b[0], b[1], o[2 * jj]);
+        mma_16816(o[2 * jj], pl, b[0], b[1], o[2 * jj]);
+        mma_16816(o[2 * jj + 1], ph, b[2], b[3], o[2 * jj + 1]);
+        mma_16816(o[2 * jj + 1], pl, b[2], b[3], o[2 * jj + 1]);
       }
     }
   }
