@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 33, not run yet. Fused projections at one row streamed unsplit
+# Prepared in session 33; measured in session 34 (H100): flat, not landed (bench/results/2026-12-05-1910-h100-session34.md). Fused projections at one row streamed unsplit
 # (MEMRA_X_STREAM_FUSED=1, patch 2026-12-06-stream-fused.patch on main 78e2d9b or later).
 # Why: at B = 1 the 9B's fused GDN projection (qkv + gate + beta + alpha, 772 row groups, 28.5 MB)
 # runs on the tiled kernel's ONE_ROW form at ~1.7 TB/s (21.6 us a call with events on an H100,
