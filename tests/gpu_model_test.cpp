@@ -81,13 +81,23 @@ void expect_fixtures_match(const std::vector<std::string>& names) {
       std::vector<float> ref(ids.size() * c["n_vocab"].get<size_t>());
       lf.seekg(c["logits_offset_bytes"].get<std::streamoff>());
       lf.read(reinterpret_cast<char*>(ref.data()), static_cast<std::streamsize>(ref.size() * 4));
+      std::vector<float> by_mode[2];
       for (bool stepwise : {false, true}) {
-        double err = test::rel_err(teacher_forced(*e, ids, stepwise), ref);
+        by_mode[stepwise] = teacher_forced(*e, ids, stepwise);
+        double err = test::rel_err(by_mode[stepwise], ref);
         // f16 KV cache and float32 accumulation: well under the 1e-3 target.
         EXPECT_LE(err, 1e-3) << name << (stepwise ? " token by token" : " prefill");
         std::printf("[ %s %zu positions %s ] rel err %.2e\n", name.c_str(), ids.size(),
                     stepwise ? "decode " : "prefill", err);
       }
+      // The same bits however the tokens are cut into steps (one prefill, or a decode step a
+      // token): what prefix reuse rests on (step/prefix_cache.h: a snapshot may sit anywhere, and
+      // an answer's decoded rows stand in for a cold run's prefilled ones). A kernel chosen by
+      // chunk size with its own rounding breaks it (bench/notes/experiments/
+      // 2026-12-05-attention-prompt-form.patch: qwen3-tiny's 182-token prefill and decode differed).
+      ASSERT_EQ(by_mode[0].size(), by_mode[1].size());
+      EXPECT_EQ(std::memcmp(by_mode[0].data(), by_mode[1].data(), by_mode[0].size() * sizeof(float)), 0)
+          << name << " " << ids.size() << " positions: prefill and token-by-token logits differ";
     }
   }
 }

@@ -289,11 +289,6 @@ const Case kCases[] = {
     {Op::Attention, &k35B, F16, 0, 0, "130:300 257:7", kN, kAttnTol, true, kHw},
     {Op::Attention, &kPlain, F16, 0, 0, "1000:100 0:7", kN, kAttnTol, true, kHw},
     {Op::Attention, &kTiny, F16, 0, 0, "0:7 130:20 3:1; 1 1 1", kN, kAttnTol, true, kAll},
-    // The prompt form (64 rows or more of a sequence, kAttnPromptMinRows: tensor cores) beside a
-    // split-kernel chunk and a decode row, then decode steps over the caches it read.
-    {Op::Attention, &kTiny, F16, 0, 0, "0:70 130:66 3:7 200:1; 1 1 1 1", kN, kAttnTol, true, kAll},
-    {Op::Attention, &kDemo, F16, 0, 0, "100:64 0:1", kN, kAttnTol, true, kAll},
-    {Op::Attention, &kPlain, F16, 0, 0, "0:512 2000:64", kN, kAttnTol, true, kHw},
     // The 8-bit cache: its bytes exactly the block quantization of the CPU's rows.
     {Op::Attention, &k9B, Q8_0, 0, 0, "0:1 127:1 128:1 999:1 4095:1", kN, kAttnTolQ8, true, kHw},
     {Op::Attention, &k9B, Q8_0, 0, 0, "1000:100 130:300 0:7", kN, kAttnTolQ8, true, kHw},

@@ -141,12 +141,6 @@ __host__ __device__ constexpr int rs_dup_mask() {
   else return O | rs_dup_mask<N, O / 2>();
 }
 
-// Rows of a sequence the prompt form (k_attention_prompt.cu) attends: prompt_min > 0 and the row's
-// sequence has at least prompt_min rows in the step.
-__device__ __forceinline__ bool prompt_rows(const DeviceStep& step, int64_t row, int prompt_min) {
-  return prompt_min > 0 && step.seq_n_rows[step.row_seq[row]] >= prompt_min;
-}
-
 // One block per (row of the group, kv head x head group, split). GB query heads share the block.
 // part_o: [rows][n_head][max_splits][HD]; part_ml: [rows][n_head][max_splits][2] (max, sum).
 // 3 blocks an SM (ptxas: at most 80 registers, 24-40 bytes of stack at GB = 4, which took 104 at 2):
@@ -156,7 +150,7 @@ template <int HD, int GB, bool Q8>
 __global__ void __launch_bounds__(kAttnThreads, 3)
     attention_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0, int n_head,
                            int n_head_kv, int q_head_stride, int heads_per_kv, int max_splits, float scale,
-                           int prompt_min, float* __restrict__ part_o, float* __restrict__ part_ml) {
+                           float* __restrict__ part_o, float* __restrict__ part_ml) {
   pdl_enter();
   using T = Tile<HD, GB>;
   __shared__ float sc[GB][kSplit];                     // scores of the split, then exp(score - max)
@@ -169,7 +163,6 @@ __global__ void __launch_bounds__(kAttnThreads, 3)
   const int kvh = static_cast<int>(blockIdx.y) / groups;
   const int h0 = kvh * heads_per_kv + (static_cast<int>(blockIdx.y) % groups) * GB;
   const int split = blockIdx.z;
-  if (prompt_rows(step, row, prompt_min)) return;  // the prompt form's row
   const int n_keys = step.positions[row] + 1;
   if (split * kSplit >= n_keys) return;  // beyond this row's splits (whole block)
   const int t0 = split * kSplit;
@@ -335,7 +328,7 @@ __global__ void __launch_bounds__(kAttnThreads, 3)
 // threads of part p sum splits p, p + kParts, ... in order, then the parts are added in order.
 template <int HD>
 __global__ void __launch_bounds__(kCombineThreads)
-    attention_combine_kernel(const DeviceStep step, int64_t row0, int n_head, int max_splits, int prompt_min,
+    attention_combine_kernel(const DeviceStep step, int64_t row0, int n_head, int max_splits,
                              const float* __restrict__ part_o, const float* __restrict__ part_ml,
                              float* __restrict__ out, const AttnOutGate gate) {
   pdl_enter();
@@ -350,7 +343,6 @@ __global__ void __launch_bounds__(kCombineThreads)
   const int64_t lrow = lrh / n_head;
   const int h = static_cast<int>(lrh % n_head);
   const int64_t row = row0 + lrow;
-  if (prompt_rows(step, row, prompt_min)) return;  // written by the prompt form
   const int n_splits = (step.positions[row] + kSplit) / kSplit;  // ceil((pos + 1) / kSplit)
   float4* dst = reinterpret_cast<float4*>(out + (row * n_head + h) * HD);
   if (n_splits > max_splits) {
@@ -433,7 +425,6 @@ struct LaunchArgs {
   const DeviceStep* step;
   const AttnShape* s;
   int max_splits;
-  int prompt_min;  // rows of sequences with this many rows or more are the prompt form's (0: none)
   float* part_o;
   float* part_ml;
   float* out;
@@ -449,10 +440,10 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
                   static_cast<unsigned>(a.max_splits));
   auto* kernel = a.kv_q8 ? attention_split_kernel<HD, GB, true> : attention_split_kernel<HD, GB, false>;
   launch(kernel, grid, kAttnThreads, 0, a.stream, a.layer, a.q, *a.step, row0, a.s->n_head, a.s->n_head_kv,
-         a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.prompt_min, a.part_o, a.part_ml);
+         a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
   launch(attention_combine_kernel<HD>, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step,
-         row0, a.s->n_head, a.max_splits, a.prompt_min, a.part_o, a.part_ml, a.out, a.gate);
+         row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out, a.gate);
   CUDA_LAUNCH_CHECK();
 }
 
@@ -489,19 +480,12 @@ void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows
   MEMRA_ASSERT(reinterpret_cast<uintptr_t>(work) % 16 == 0);
   if (n_rows == 0) return;
   MEMRA_ASSERT(step.max_kv_len >= 1);
-  // Prompt chunks of kAttnPromptMinRows rows or more on the tensor cores; the split kernels skip
-  // their rows (and are not launched when the step's one sequence is such a chunk).
-  const int prompt_min = n_rows == step.n_rows && attention_prompt_warps(s, kv_type) > 0 ? kAttnPromptMinRows : 0;
-  if (prompt_min > 0 && step.max_seq_rows >= prompt_min) {
-    attention_prompt(layer, q, step, s, kv_type, out, stream, gate);
-    if (step.n_seqs == 1) return;
-  }
   const int64_t max_splits = max_splits_of(step);
   MEMRA_ASSERT(max_splits <= 65535, "grid z limit: at most 65535 splits");
   const int64_t group = rows_per_launch(step, n_rows, s);
   const int64_t o_floats = group * s.n_head * max_splits * s.head_dim;
-  LaunchArgs a{kv_type == GgmlType::Q8_0, layer, q, &step, &s, static_cast<int>(max_splits), prompt_min, work,
-               work + o_floats, out, stream, gate};
+  LaunchArgs a{kv_type == GgmlType::Q8_0, layer, q, &step, &s, static_cast<int>(max_splits), work, work + o_floats,
+               out, stream, gate};
   // Groups run one after another on the stream, so they can share the work buffer.
   for (int64_t row0 = 0; row0 < n_rows; row0 += group) {
     const int64_t rows = std::min(group, n_rows - row0);

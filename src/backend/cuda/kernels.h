@@ -137,14 +137,6 @@ struct AttnOutGate {
 };
 void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, GgmlType kv_type,
                float* out, float* work, cudaStream_t stream, const AttnOutGate& gate = {});
-// The prompt form (k_attention_prompt.cu, tensor cores; attention() launches it): the rows of every
-// sequence with at least kAttnPromptMinRows rows in the step, where attention_prompt_warps(s,
-// kv_type) > 0 (f16 cache, head size 64 / 128 / 256). A rule of the sequence's own chunk, so a
-// row's kernel (and bits) never depend on the other sequences of the step.
-constexpr int kAttnPromptMinRows = 64;
-int attention_prompt_warps(const AttnShape& s, GgmlType kv_type);
-void attention_prompt(int layer, const float* q, const DeviceStep& step, const AttnShape& s, GgmlType kv_type,
-                      float* out, cudaStream_t stream, const AttnOutGate& gate);
 
 // ---- Gated DeltaNet ----
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,

@@ -95,50 +95,6 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 #endif
 }
 
-// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lane 8i + r gives the shared-memory address of
-// row r (16 bytes, 16-byte aligned) of the 8x8 f16 matrix i; lane (g = lane/4, t = lane%4) receives
-// in d[i] the pair M_i[g][2t], M_i[g][2t + 1] (the first in the low half), TRANS the pair M_i[2t][g],
-// M_i[2t + 1][g]. So four matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) of a row-major 16x16 tile,
-// given in the order (0-7, 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15), are mma_16816's A
-// fragment; the rows of a matrix stored n-major (row = n, k contiguous) give B fragments b0, b1, and
-// with TRANS those of a matrix stored k-major (row = k). One instruction instead of four 32-bit
-// shared loads (eight 16-bit ones and their packing for TRANS).
-template <bool TRANS>
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], const void* row) {
-#ifdef MEMRA_CUDASIM
-  // The warp's row addresses meet in a per-warp slot (blocks run one at a time), as in mma_16816.
-  static const void* slots[8 * 32][32];
-  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  const void** s = slots[cudasim::cluster_rank() * 32 + warp];
-  s[lane] = row;
-  __syncwarp();
-  const int g = lane / 4, t = lane % 4;
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (TRANS) {
-      uint16_t lo, hi;
-      std::memcpy(&lo, static_cast<const uint8_t*>(s[8 * i + 2 * t]) + 2 * g, 2);
-      std::memcpy(&hi, static_cast<const uint8_t*>(s[8 * i + 2 * t + 1]) + 2 * g, 2);
-      d[i] = static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16;
-    } else {
-      std::memcpy(&d[i], static_cast<const uint8_t*>(s[8 * i + g]) + 4 * t, 4);
-    }
-  }
-  __syncwarp();  // every lane read the slot before it is reused
-#else
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
-  if constexpr (TRANS)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                 : "r"(a)
-                 : "memory");
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                 : "r"(a)
-                 : "memory");
-#endif
-}
-
 // Two f16 lanes minus two f16 constants (exact here: small integers).
 __device__ __forceinline__ uint32_t sub_f16x2(uint32_t x, uint32_t k) {
 #ifdef MEMRA_CUDASIM
