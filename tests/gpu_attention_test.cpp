@@ -57,10 +57,12 @@ constexpr double kAttnTol = 2e-3;
 // gives errors of order 1. The cache bytes themselves are checked exactly (KvAppendQ8).
 constexpr double kAttnTolQ8 = 4e-2;
 
-// A CUDA backend whose KV cache is `kv` (MEMRA_CUDA_KV), or null without a GPU.
-std::unique_ptr<Backend> gpu_with_kv(GgmlType kv) {
+// A CUDA backend whose KV cache is `kv` (MEMRA_CUDA_KV) and whose split step runs on the tensor
+// cores when `tc` (MEMRA_CUDA_ATTN_TC), or null without a GPU.
+std::unique_ptr<Backend> gpu_with_kv(GgmlType kv, bool tc = test::gpu_options().attn_tc) {
   CudaOptions o = test::gpu_options();
   o.kv_type = kv;
+  o.attn_tc = tc;
   return test::make_gpu_backend(o);
 }
 
@@ -189,8 +191,21 @@ class AttentionRig {
   // Inputs are N(0,1), seeded by (seed, sequence, position) only, so a sequence's rows get the
   // same inputs whatever else is in the step. `advance` moves the sequences past the rows.
   StepOut step(const std::vector<Part>& parts, uint64_t seed, bool advance, bool with_cpu = true) {
-    StepPlan pc, pg;
     std::vector<float> q, k, v;
+    for (const Part& p : parts) {
+      const uint64_t ps = (seed * 1000003 + p.seq) * 65537 + pos(p.seq);
+      append(q, test::normal_floats(static_cast<size_t>(p.rows * q_row()), 1.0f, 3 * ps));
+      append(k, test::normal_floats(static_cast<size_t>(p.rows * kv_dim()), 1.0f, 3 * ps + 1));
+      append(v, test::normal_floats(static_cast<size_t>(p.rows * kv_dim()), 1.0f, 3 * ps + 2));
+    }
+    return step_with(parts, q, k, v, advance, with_cpu);
+  }
+
+  // The same with the step's input rows given (q: q_row() floats a row, k and v: kv_dim()), in
+  // part order.
+  StepOut step_with(const std::vector<Part>& parts, const std::vector<float>& q, const std::vector<float>& k,
+                    const std::vector<float>& v, bool advance, bool with_cpu) {
+    StepPlan pc, pg;
     StepOut r;
     for (const Part& p : parts) {
       const int32_t pos0 = pos(p.seq);
@@ -199,15 +214,13 @@ class AttentionRig {
       const std::vector<int32_t> toks(static_cast<size_t>(p.rows), 0);
       pc.add(cpu_seqs_[p.seq].get(), toks.data(), p.rows, pos0);
       pg.add(gpu_seqs_[p.seq].get(), toks.data(), p.rows, pos0);
-      const uint64_t ps = (seed * 1000003 + p.seq) * 65537 + pos0;
-      append(q, test::normal_floats(static_cast<size_t>(p.rows * q_row()), 1.0f, 3 * ps));
-      append(k, test::normal_floats(static_cast<size_t>(p.rows * kv_dim()), 1.0f, 3 * ps + 1));
-      append(v, test::normal_floats(static_cast<size_t>(p.rows * kv_dim()), 1.0f, 3 * ps + 2));
       for (int32_t i = 0; i < p.rows; ++i) {
         r.row_seq.push_back(p.seq);
         r.row_pos.push_back(pos0 + i);
       }
     }
+    MEMRA_ASSERT(q.size() == r.row_seq.size() * q_row() && k.size() == r.row_seq.size() * kv_dim() &&
+                 v.size() == k.size());
     if (with_cpu) r.cpu = run(*cpu_, pc, qn_cpu_, kn_cpu_, q, k, v, nullptr);
     r.gpu = run(gpu_, pg, qn_gpu_, kn_gpu_, q, k, v, &r.gpu_k);
     r.v = v;
@@ -322,9 +335,74 @@ void check_invariance(Backend& gpu, const Dims& d, double tol = kAttnTol) {
 }
 
 TEST(GpuAttentionBatchInvariance, RowsBitIdenticalAloneAndInBatch) {
-  MEMRA_GPU_OR_SKIP(gpu);
-  check_invariance(*gpu, k9B);
-  check_invariance(*gpu, kTiny);
+  MEMRA_GPU_OR_SKIP(probe);
+  for (const bool tc : {false, true}) {
+    auto gpu = gpu_with_kv(GgmlType::F16, tc);
+    check_invariance(*gpu, k9B);
+    check_invariance(*gpu, kTiny);
+  }
+}
+
+// Prefix reuse (step/prefix_cache.h) resumes a sequence from KV that other steps wrote: a prompt's
+// rows prefilled in one chunk must be the bits of the same rows decoded one a step (or prefilled in
+// other chunks). Two rigs with the same history take the same input rows, one as a chunk (alone,
+// then beside a decode row of another sequence), the other one row a step; outputs, k rows and the
+// cache bytes compared. Chunks start on and off a split boundary and cross one.
+void check_cut_invariance(Backend& gpu, const Dims& d, int32_t depth, int32_t rows) {
+  AttentionRig chunked(gpu, d), stepped(gpu, d);
+  for (AttentionRig* rig : {&chunked, &stepped}) {
+    rig->add_sequence(depth, 81);
+    rig->add_sequence(300, 82);  // the other sequence of the mixed step
+  }
+  const std::string what = std::string(d.name) + " depth " + std::to_string(depth) + ", " + std::to_string(rows) + " rows";
+  const auto q = test::normal_floats(static_cast<size_t>(rows * chunked.q_row()), 1.0f, 83);
+  const auto k = test::normal_floats(static_cast<size_t>(rows * chunked.kv_dim()), 1.0f, 84);
+  const auto v = test::normal_floats(static_cast<size_t>(rows * chunked.kv_dim()), 1.0f, 85);
+  // The chunk alone (not advancing: the same rows rewritten next), then after a decode row of sequence 1.
+  const StepOut alone = chunked.step_with({{0, rows}}, q, k, v, false, false);
+  std::vector<float> q1 = test::normal_floats(static_cast<size_t>(chunked.q_row()), 1.0f, 86), k1, v1;
+  k1 = test::normal_floats(static_cast<size_t>(chunked.kv_dim()), 1.0f, 87);
+  v1 = test::normal_floats(static_cast<size_t>(chunked.kv_dim()), 1.0f, 88);
+  append(q1, q);
+  append(k1, k);
+  append(v1, v);
+  const StepOut mixed = chunked.step_with({{1, 1}, {0, rows}}, q1, k1, v1, true, false);
+  std::vector<float> one_by_one, k_one_by_one;
+  for (int32_t i = 0; i < rows; ++i) {
+    auto slice = [&](const std::vector<float>& x, int64_t w) {
+      return std::vector<float>(x.begin() + i * w, x.begin() + (i + 1) * w);
+    };
+    const StepOut r = stepped.step_with({{0, 1}}, slice(q, stepped.q_row()), slice(k, stepped.kv_dim()),
+                                        slice(v, stepped.kv_dim()), true, false);
+    append(one_by_one, r.gpu);
+    append(k_one_by_one, r.gpu_k);
+  }
+  const auto a = rows_of(alone, 0, chunked.o_row(), alone.gpu), m = rows_of(mixed, 0, chunked.o_row(), mixed.gpu);
+  ASSERT_EQ(a.size(), one_by_one.size()) << what;
+  ASSERT_EQ(m.size(), one_by_one.size()) << what;
+  EXPECT_EQ(std::memcmp(a.data(), one_by_one.data(), a.size() * sizeof(float)), 0) << what << ": chunk vs one a step";
+  EXPECT_EQ(std::memcmp(m.data(), one_by_one.data(), m.size() * sizeof(float)), 0)
+      << what << ": chunk beside a decode row vs one a step";
+  const auto ka = rows_of(alone, 0, chunked.kv_dim(), alone.gpu_k);
+  EXPECT_EQ(std::memcmp(ka.data(), k_one_by_one.data(), ka.size() * sizeof(float)), 0) << what << ": k";
+  ASSERT_EQ(chunked.pos(0), stepped.pos(0));
+  for (const bool vrows : {false, true})
+    EXPECT_EQ(test::read_kv_rows(gpu, chunked.gpu_seq(0), kLayer, chunked.pos(0), vrows),
+              test::read_kv_rows(gpu, stepped.gpu_seq(0), kLayer, stepped.pos(0), vrows))
+        << what << (vrows ? ": V" : ": K") << " cache bytes";
+}
+
+TEST(GpuAttentionCutInvariance, PromptRowsGetTheDecodedRowsBits) {
+  MEMRA_GPU_OR_SKIP(probe);
+  for (const bool tc : {false, true}) {
+    auto gpu = gpu_with_kv(GgmlType::F16, tc);
+    check_cut_invariance(*gpu, kTiny, 100, 40);  // crosses key 128
+    check_cut_invariance(*gpu, kTiny, 0, 19);
+    check_cut_invariance(*gpu, kTiny, 256, 17);  // starts on a split
+    check_cut_invariance(*gpu, k9B, 120, 12);
+  }
+  auto q8 = gpu_with_kv(GgmlType::Q8_0, false);
+  check_cut_invariance(*q8, kTiny, 100, 40);
 }
 
 // Backend::attention_block on the GPU (norm + rope appending k and v, the attention's merge applying

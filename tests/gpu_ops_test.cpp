@@ -927,7 +927,9 @@ Outputs run(Backend& be, const Case& c) {
 void run_family(Family f) {
   MEMRA_GPU_OR_SKIP(gpu_default);
   auto cpu = make_cpu_backend();
-  std::unique_ptr<Backend> gpu_kv[2];  // attention: a backend per cache type (f16, 8-bit)
+  // Attention: a backend per cache type (f16, 8-bit) and split kernel (CUDA cores, tensor cores:
+  // MEMRA_CUDA_ATTN_TC); every f16 case runs with both kernels.
+  std::unique_ptr<Backend> gpu_kv[2][2];
   int ran = 0, skipped = 0;
   for (const Case& c : kCases) {
     if (family(c.op) != f) continue;
@@ -935,40 +937,46 @@ void run_family(Family f) {
       ++skipped;
       continue;
     }
-    Backend* gpu = gpu_default.get();
-    if (c.op == Op::Attention) {
-      auto& be = gpu_kv[c.type == GgmlType::Q8_0];
-      CudaOptions o = test::gpu_options();
-      o.kv_type = c.type;
-      if (!be) be = test::make_gpu_backend(o);
-      gpu = be.get();
-      ASSERT_EQ(gpu->kv_type(), c.type);
+    const bool both_kernels = c.op == Op::Attention && c.type == GgmlType::F16;
+    for (const bool tc : {false, true}) {
+      if (tc && !both_kernels) continue;
+      Backend* gpu = gpu_default.get();
+      if (c.op == Op::Attention) {
+        auto& be = gpu_kv[c.type == GgmlType::Q8_0][tc];
+        CudaOptions o = test::gpu_options();
+        o.kv_type = c.type;
+        o.attn_tc = tc;
+        if (!be) be = test::make_gpu_backend(o);
+        gpu = be.get();
+        ASSERT_EQ(gpu->kv_type(), c.type);
+      }
+      const Outputs want = run(*cpu, c), got = run(*gpu, c);
+      ASSERT_EQ(want.size(), got.size());
+      std::string line, fail;
+      bool ok = true;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const Verdict v = compare(got[i], want[i]);
+        char buf[160];
+        if (want[i].metric == Metric::Bits)
+          std::snprintf(buf, sizeof buf, "%s%s %s", line.empty() ? "" : ", ", want[i].name.c_str(),
+                        v.ok ? "bits" : "DIFFER");
+        else
+          std::snprintf(buf, sizeof buf, "%s%s %.2e / %.2e", line.empty() ? "" : ", ", want[i].name.c_str(), v.err,
+                        v.bound);
+        line += buf;
+        if (!v.ok) fail += " [" + want[i].name + ": " + v.where + "]";
+        ok = ok && v.ok;
+      }
+      const std::string type = std::string(quant::type_name(c.type)) + (tc ? "-tc" : "");
+      std::string dims = c.n_in ? std::to_string(c.n_in) : "";
+      if (c.n_out) dims += (dims.empty() ? "n=" : "x") + std::to_string(c.n_out);
+      if (!dims.empty()) dims += " ";
+      std::printf("  %-12s %-10s %-6s %-10s %s%s: %s  %s\n", op_name(c.op), c.m->name, type.c_str(),
+                  range_name(c.range), dims.c_str(), c.rows, line.c_str(), ok ? "OK" : "FAIL");
+      std::fflush(stdout);
+      EXPECT_TRUE(ok) << op_name(c.op) << " " << c.m->name << " " << type << " " << c.rows << ":" << fail;
+      ++ran;
     }
-    const Outputs want = run(*cpu, c), got = run(*gpu, c);
-    ASSERT_EQ(want.size(), got.size());
-    std::string line, fail;
-    bool ok = true;
-    for (size_t i = 0; i < want.size(); ++i) {
-      const Verdict v = compare(got[i], want[i]);
-      char buf[160];
-      if (want[i].metric == Metric::Bits)
-        std::snprintf(buf, sizeof buf, "%s%s %s", line.empty() ? "" : ", ", want[i].name.c_str(),
-                      v.ok ? "bits" : "DIFFER");
-      else
-        std::snprintf(buf, sizeof buf, "%s%s %.2e / %.2e", line.empty() ? "" : ", ", want[i].name.c_str(), v.err, v.bound);
-      line += buf;
-      if (!v.ok) fail += " [" + want[i].name + ": " + v.where + "]";
-      ok = ok && v.ok;
-    }
-    const char* type = quant::type_name(c.type);
-    std::string dims = c.n_in ? std::to_string(c.n_in) : "";
-    if (c.n_out) dims += (dims.empty() ? "n=" : "x") + std::to_string(c.n_out);
-    if (!dims.empty()) dims += " ";
-    std::printf("  %-12s %-10s %-5s %-10s %s%s: %s  %s\n", op_name(c.op), c.m->name, type, range_name(c.range),
-                dims.c_str(), c.rows, line.c_str(), ok ? "OK" : "FAIL");
-    std::fflush(stdout);
-    EXPECT_TRUE(ok) << op_name(c.op) << " " << c.m->name << " " << type << " " << c.rows << ":" << fail;
-    ++ran;
   }
   std::printf("  %d cases run, %d on a GPU only\n", ran, skipped);
 }

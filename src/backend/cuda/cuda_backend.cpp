@@ -73,6 +73,7 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   set_pdl_enabled(options.pdl);
   set_stream_parts(options.stream_parts);
   kv_type_ = options.kv_type;
+  attn_tc_ = options.attn_tc;
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)
     fail("MEMRA_CUDA_KV={} is not a CUDA KV cache type: use f16 or q8_0", quant::type_name(kv_type_));
   if (options.profile) {
@@ -596,7 +597,7 @@ void CudaBackend::attention(int layer, const float* q, const float* k, const flo
     cuda::kv_append(layer, k, v, step_, step_.n_rows, s.n_head_kv * s.head_dim, kv_type_, stream_);
   }
   OpProfiler::Scope prof(profiler_, "attention", 0);
-  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, attention_work(s), stream_);
+  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, attn_tc_, out, attention_work(s), stream_);
 }
 
 // Two launches instead of four: the norm + rope launch appends k and v, the attention's merge
@@ -612,7 +613,7 @@ void CudaBackend::attention_block(int layer, float* q, float* k, const float* v,
                               step_.n_rows, s, eps, kv_type_, stream_);
   }
   OpProfiler::Scope prof(profiler_, gate.x ? "attention+gate" : "attention", 0);
-  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, out, attention_work(s), stream_,
+  cuda::attention(layer, q, step_, step_.n_rows, s, kv_type_, attn_tc_, out, attention_work(s), stream_,
                   cuda::AttnOutGate{gate.x, gate.row_stride, gate.head_stride});
 }
 

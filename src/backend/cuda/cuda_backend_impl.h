@@ -123,6 +123,7 @@ class CudaBackend final : public Backend {
   } norm_form_;
   uint64_t norm_tokens_ = 0;  // tokens handed out so far
   GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
+  bool attn_tc_ = false;              // MEMRA_CUDA_ATTN_TC
   uint8_t* act_slot_ = nullptr;
   size_t act_slot_bytes_ = 0;
   F16Act act_slot(int64_t rows, int64_t cols);

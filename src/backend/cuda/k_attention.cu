@@ -11,7 +11,8 @@
 // tree whose shape depends only on that row's split count. Nothing in either kernel (reduction
 // order, split boundaries, which lane sums what) depends on other rows, the number of rows or
 // sequences, or the longest sequence; the grid is sized from the longest one and surplus blocks
-// exit before doing anything.
+// exit before doing anything. With MEMRA_CUDA_ATTN_TC the split step is k_attention_tc.cu's
+// (another rounding order, the same partials and merge) for every row of the shapes it supports.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -420,6 +421,7 @@ int heads_per_block(int heads_per_kv) {
 
 struct LaunchArgs {
   bool kv_q8;
+  bool tensor_cores;  // the split step in k_attention_tc.cu
   int layer;
   const float* q;
   const DeviceStep* step;
@@ -438,10 +440,14 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(a.s->n_head_kv * (heads_per_kv / GB)),
                   static_cast<unsigned>(a.max_splits));
-  auto* kernel = a.kv_q8 ? attention_split_kernel<HD, GB, true> : attention_split_kernel<HD, GB, false>;
-  launch(kernel, grid, kAttnThreads, 0, a.stream, a.layer, a.q, *a.step, row0, a.s->n_head, a.s->n_head_kv,
-         a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
-  CUDA_LAUNCH_CHECK();
+  if (a.tensor_cores) {
+    attention_tc_split(AttnTcLaunch{a.layer, a.q, a.step, a.s, row0, rows, a.max_splits, a.part_o, a.part_ml, a.stream});
+  } else {
+    auto* kernel = a.kv_q8 ? attention_split_kernel<HD, GB, true> : attention_split_kernel<HD, GB, false>;
+    launch(kernel, grid, kAttnThreads, 0, a.stream, a.layer, a.q, *a.step, row0, a.s->n_head, a.s->n_head_kv,
+           a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
+    CUDA_LAUNCH_CHECK();
+  }
   launch(attention_combine_kernel<HD>, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step,
          row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out, a.gate);
   CUDA_LAUNCH_CHECK();
@@ -467,7 +473,7 @@ int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows,
 }
 
 void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, GgmlType kv_type,
-               float* out, float* work, cudaStream_t stream, const AttnOutGate& gate) {
+               bool tensor_cores, float* out, float* work, cudaStream_t stream, const AttnOutGate& gate) {
   MEMRA_ASSERT(kv_type == GgmlType::F16 || kv_type == GgmlType::Q8_0, "CUDA KV cache type");
   MEMRA_ASSERT(kv_type == GgmlType::F16 || (s.n_head_kv * s.head_dim) % 64 == 0, "8-bit KV rows: kv_dim % 64");
   if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256)
@@ -484,8 +490,8 @@ void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows
   MEMRA_ASSERT(max_splits <= 65535, "grid z limit: at most 65535 splits");
   const int64_t group = rows_per_launch(step, n_rows, s);
   const int64_t o_floats = group * s.n_head * max_splits * s.head_dim;
-  LaunchArgs a{kv_type == GgmlType::Q8_0, layer, q, &step, &s, static_cast<int>(max_splits), work, work + o_floats,
-               out, stream, gate};
+  LaunchArgs a{kv_type == GgmlType::Q8_0, tensor_cores && attention_tc_supported(s, kv_type), layer, q, &step, &s,
+               static_cast<int>(max_splits), work, work + o_floats, out, stream, gate};
   // Groups run one after another on the stream, so they can share the work buffer.
   for (int64_t row0 = 0; row0 < n_rows; row0 += group) {
     const int64_t rows = std::min(group, n_rows - row0);

@@ -128,6 +128,9 @@ void kv_append(int layer, const float* k, const float* v, const DeviceStep& step
 // `work` is scratch of attention_work_floats() floats.
 int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows, const AttnShape& s);
 // kv_type: F16, or Q8_0 for the 8-bit cache (kv_cache_q8.h; n_head_kv * head_dim % 64 == 0).
+// tensor_cores (MEMRA_CUDA_ATTN_TC): the split step on the tensor cores where
+// attention_tc_supported, the CUDA-core kernel elsewhere; either way one kernel for every row of a
+// shape, prompt or decode, so a row's bits never depend on how its sequence was cut into steps.
 // gate.x set: out[r, h*hd + i] *= sigmoid(gate.x[r*row_stride + h*head_stride + i]) as the rows are
 // written (sigmoid_gate_mul's bits).
 struct AttnOutGate {
@@ -136,7 +139,22 @@ struct AttnOutGate {
   int head_stride = 0;
 };
 void attention(int layer, const float* q, const DeviceStep& step, int64_t n_rows, const AttnShape& s, GgmlType kv_type,
-               float* out, float* work, cudaStream_t stream, const AttnOutGate& gate = {});
+               bool tensor_cores, float* out, float* work, cudaStream_t stream, const AttnOutGate& gate = {});
+// The split step on the tensor cores (k_attention_tc.cu): the partials attention()'s merge reads,
+// for rows [row0, row0 + rows) of the step, in the order its file comment gives.
+struct AttnTcLaunch {
+  int layer;
+  const float* q;
+  const DeviceStep* step;
+  const AttnShape* s;
+  int64_t row0, rows;
+  int max_splits;
+  float* part_o;
+  float* part_ml;
+  cudaStream_t stream;
+};
+bool attention_tc_supported(const AttnShape& s, GgmlType kv_type);
+void attention_tc_split(const AttnTcLaunch& a);
 
 // ---- Gated DeltaNet ----
 void conv1d_silu(int layer, const float* x, const float* w, float* out, int channels, int kernel,
