@@ -928,7 +928,7 @@ void run_family(Family f) {
   MEMRA_GPU_OR_SKIP(gpu_default);
   auto cpu = make_cpu_backend();
   // Attention: a backend per cache type (f16, 8-bit) and split kernel (CUDA cores, tensor cores:
-  // MEMRA_CUDA_ATTN_TC); every f16 case runs with both kernels.
+  // MEMRA_CUDA_ATTN_TC); every attention case runs with both kernels.
   std::unique_ptr<Backend> gpu_kv[2][2];
   int ran = 0, skipped = 0;
   for (const Case& c : kCases) {
@@ -937,7 +937,7 @@ void run_family(Family f) {
       ++skipped;
       continue;
     }
-    const bool both_kernels = c.op == Op::Attention && c.type == GgmlType::F16;
+    const bool both_kernels = c.op == Op::Attention;
     for (const bool tc : {false, true}) {
       if (tc && !both_kernels) continue;
       Backend* gpu = gpu_default.get();

@@ -40,7 +40,7 @@ constexpr Knob kKnobs[] = {
      "exact under batching)",
      "f32|bf16"},
     {"MEMRA_CUDA_ATTN_TC", Kind::Bool, "0", 0, 1,
-     "the attention's split step on the tensor cores (f16 cache; one kernel and order for prompt and decode "
+     "the attention's split step on the tensor cores (both KV caches; one kernel and order for prompt and decode "
      "rows, so prefix reuse stays exact); off until measured on hardware: it changes the attention's rounding"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},

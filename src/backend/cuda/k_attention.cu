@@ -441,7 +441,8 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(a.s->n_head_kv * (heads_per_kv / GB)),
                   static_cast<unsigned>(a.max_splits));
   if (a.tensor_cores) {
-    attention_tc_split(AttnTcLaunch{a.layer, a.q, a.step, a.s, row0, rows, a.max_splits, a.part_o, a.part_ml, a.stream});
+    attention_tc_split(
+        AttnTcLaunch{a.layer, a.q, a.step, a.s, row0, rows, a.max_splits, a.part_o, a.part_ml, a.stream, a.kv_q8});
   } else {
     auto* kernel = a.kv_q8 ? attention_split_kernel<HD, GB, true> : attention_split_kernel<HD, GB, false>;
     launch(kernel, grid, kAttnThreads, 0, a.stream, a.layer, a.q, *a.step, row0, a.s->n_head, a.s->n_head_kv,

@@ -1,4 +1,4 @@
-// The split step of causal attention on the tensor cores (f16 cache): for each (row, query head)
+// The split step of causal attention on the tensor cores (f16 or 8-bit cache): for each (row, query head)
 // and 128-key split (one KV block), the split's partial (max, sum of exp, unnormalised weighted V
 // sum), merged by attention_combine_kernel (k_attention.cu) exactly as the CUDA-core split kernel's.
 //
@@ -17,6 +17,11 @@
 //   l    = sum of p_k: lane j adds keys j, j + 32, .. in order, then warp_sum's butterfly
 //   O_d  = mma chain over the split's keys, 16 at a time in increasing order (k-slot s <-> key
 //          16c + s): C = +0; per k16: C = mma(V, p_hi, C); C = mma(V, p_lo, C)
+// The 8-bit cache (kv_cache_q8.h: K = code d_g per 32-dim group g) runs the same chains with the
+// codes (exact in f16) and its scales outside them:
+//   s_k  = sum over groups in increasing order, from +0: s = fma_rn(d_kg, C_g, s), C_g the group's two
+//          k16 steps (q_hi, q_lo each) from C = +0
+//   O_d  = the chain above with p replaced by fmul_rn(p_k, d_kg(d)) (hi / lo), d's group's scale of V
 // The MMA's result is a fixed function of its 16 product pairs (exact: f16 x f16) and C, whatever
 // the fragment position (bench/probes/wgmma_vs_mma.cu; matmul_order.h relies on the same), so a
 // (row, head)'s bits do not depend on which other pairs share its n-tile or block. Keys past a
@@ -25,12 +30,14 @@
 // (the cache there may hold anything). Products of p = 0 leave C as it was, so a chain that runs
 // longer for a longer row of the same block gives the shorter row its own bits.
 //
-// Accuracy: K and V are exact in f16, q and p carry ~22 bits as hi + lo, products are exact and
+// Accuracy: K and V are exact in f16 (8-bit codes too), q and p carry ~22 bits as hi + lo, products are exact and
 // the tensor core's sums are float (truncating): the CUDA-core kernel's error budget (kAttnTol).
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kv_cache_q8.h"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma_f16.cuh"
 #include "step/kv_blocks.h"
@@ -69,7 +76,22 @@ __device__ __forceinline__ uint32_t pair_halves(uint32_t lo_src, uint32_t hi_src
   return sel == 0 ? (lo_src & 0xFFFFu) | (hi_src << 16) : (lo_src >> 16) | (hi_src & 0xFFFF0000u);
 }
 
-template <int HD, int NT>
+// 8-bit cache codes (int8, 4 a word) 2 half, 2 half + 1 as f16 (exact: |code| <= 127): the biased
+// byte under 0x64 is 1024 + 128 + code, minus 1152.
+__device__ __forceinline__ uint32_t codes_f16x2(uint32_t codes, int half) {
+  return sub_f16x2(__byte_perm(0x64646464u, codes ^ 0x80808080u, half == 0 ? 0x0504u : 0x0706u), 0x64806480u);
+}
+
+// f16 pair {lo: a, hi: b} of the hi (or lo) parts of two floats.
+__device__ __forceinline__ uint32_t split_pair(float a, float b, bool low_part) {
+  __half ha, la, hb, lb;
+  split_f16(a, ha, la);
+  split_f16(b, hb, lb);
+  const __half x = low_part ? la : ha, y = low_part ? lb : hb;
+  return static_cast<uint32_t>(__half_as_ushort(x)) | static_cast<uint32_t>(__half_as_ushort(y)) << 16;
+}
+
+template <int HD, int NT, bool Q8>
 __global__ void __launch_bounds__(kTcThreads, 2)
     attention_tc_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0,
                               int64_t rows, int n_head, int n_head_kv, int q_head_stride, int hp, int rows_per_block,
@@ -87,6 +109,9 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   float* const stat = sc + kPairs * L::kScRow;                     // [kPairs][2]: max, sum
   __shared__ int s_n[kPairs];                                      // keys of the split a pair sees (<= 0: none)
   __shared__ int s_last;
+  // 8-bit cache: the split's K and V scales of this KV head, [key][32-dim group] (0 past the block's keys).
+  constexpr int kGroups = HD / 32;
+  __shared__ __half k_scale[Q8 ? kTcSplit : 1][kGroups], v_scale[Q8 ? kTcSplit : 1][kGroups];
 
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int g = lane / 4, t = lane % 4;
@@ -96,13 +121,16 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   const int split = static_cast<int>(seq_split % max_splits);
   const int seq = static_cast<int>(seq_split / max_splits);
   const int kvh = static_cast<int>(blockIdx.y);
+  // The block's rows: R = rows_per_block consecutive rows of the sequence inside the launch group
+  // (tiles counted from the first such row: which rows share a block never changes a row's bits).
   const int64_t srow0 = step.seq_row0[seq];
-  const int64_t b_first = srow0 + static_cast<int64_t>(tile) * rows_per_block;
-  const int64_t lo_row = b_first > row0 ? b_first : row0;
-  int64_t hi_row = srow0 + step.seq_n_rows[seq];
-  if (hi_row > b_first + rows_per_block) hi_row = b_first + rows_per_block;
-  if (hi_row > row0 + rows) hi_row = row0 + rows;
-  if (lo_row >= hi_row) return;  // uniform per block
+  const int64_t s_lo = srow0 > row0 ? srow0 : row0;
+  int64_t s_hi = srow0 + step.seq_n_rows[seq];
+  if (s_hi > row0 + rows) s_hi = row0 + rows;
+  const int64_t b_first = s_lo + static_cast<int64_t>(tile) * rows_per_block;
+  int64_t hi_row = b_first + rows_per_block;
+  if (hi_row > s_hi) hi_row = s_hi;
+  if (b_first >= hi_row) return;  // uniform per block
   const int t0 = split * kTcSplit;
 
   // Pair i: row b_first + i / hp, head kvh * hp + i % hp (pairs past the block's rows: padding).
@@ -111,7 +139,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
     const int i = lane;
     const int64_t row = b_first + i / hp;
     int n = 0, pos = -1;
-    if (i < kPairs && i / hp < rows_per_block && row >= lo_row && row < hi_row) {
+    if (i < kPairs && i / hp < rows_per_block && row < hi_row) {
       pos = step.positions[row];
       n = min(kTcSplit, pos + 1 - t0);
     }
@@ -125,9 +153,20 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   const int nk = min(kTcSplit, s_last + 1 - t0);  // keys of the split the block reads
 
   const int64_t kv_dim = static_cast<int64_t>(n_head_kv) * HD;
+  // A row of the block: kv_dim f16 values, or kv_dim int8 codes then kv_dim / 32 f16 scales.
+  const int64_t row_bytes = Q8 ? kv_q8_row_bytes(kv_dim) : 2 * kv_dim;
+  const int64_t col_bytes = static_cast<int64_t>(kvh) * HD * (Q8 ? 1 : 2);  // the head's first value
   const uint8_t* kc = step.kv_blocks[static_cast<int64_t>(layer) * step.n_seqs + seq][split];
-  const __half* kcache = reinterpret_cast<const __half*>(kc) + static_cast<int64_t>(kvh) * HD;
-  const __half* vcache = reinterpret_cast<const __half*>(kc + int64_t{kTcSplit} * 2 * kv_dim) + static_cast<int64_t>(kvh) * HD;
+  const uint8_t* vc = kc + int64_t{kTcSplit} * row_bytes;
+  if constexpr (Q8) {
+    for (int i = static_cast<int>(threadIdx.x); i < kTcSplit * kGroups; i += kTcThreads) {
+      const int key = i / kGroups, G = i % kGroups;
+      const int64_t at = key * row_bytes + kv_dim + 2 * (static_cast<int64_t>(kvh) * kGroups + G);
+      const bool in = key < nk;
+      k_scale[key][G] = __ushort_as_half(in ? __ldg(reinterpret_cast<const unsigned short*>(kc + at)) : 0);
+      v_scale[key][G] = __ushort_as_half(in ? __ldg(reinterpret_cast<const unsigned short*>(vc + at)) : 0);
+    }
+  }
 
   // ---- q of every pair as f16 hi / lo (zeros for padding pairs)
   for (int i = static_cast<int>(threadIdx.x); i < kPairs * HD / 4; i += kTcThreads) {
@@ -159,28 +198,53 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] = 0.0f;
     const bool ok0 = kb + g < nk, ok1 = kb + g + 8 < nk;
-    const __half* k0 = kcache + static_cast<int64_t>(kb + g) * kv_dim + 8 * t;
-    const __half* k1 = k0 + 8 * kv_dim;
+    const uint8_t* k0 = kc + static_cast<int64_t>(kb + g) * row_bytes + col_bytes;
+    const uint8_t* k1 = k0 + 8 * row_bytes;
     // Every load of the warp's keys before the first MMA: one round trip a block, not one a 32 dims.
-    uint4 ka[HD / 32], kz[HD / 32];
+    // f16: lane t's 8 values of a 32-dim group (16 bytes); 8-bit: its 8 codes (two words).
+    uint4 ka[kGroups], kz[kGroups];
 #pragma unroll
-    for (int G = 0; G < HD / 32; ++G) {
-      ka[G] = ok0 ? __ldg(reinterpret_cast<const uint4*>(k0 + 32 * G)) : make_uint4(0, 0, 0, 0);
-      kz[G] = ok1 ? __ldg(reinterpret_cast<const uint4*>(k1 + 32 * G)) : make_uint4(0, 0, 0, 0);
+    for (int G = 0; G < kGroups; ++G) {
+      if constexpr (Q8) {
+        const unsigned int* a = reinterpret_cast<const unsigned int*>(k0 + 32 * G + 8 * t);
+        const unsigned int* z = reinterpret_cast<const unsigned int*>(k1 + 32 * G + 8 * t);
+        ka[G] = ok0 ? make_uint4(__ldg(a), __ldg(a + 1), 0, 0) : make_uint4(0, 0, 0, 0);
+        kz[G] = ok1 ? make_uint4(__ldg(z), __ldg(z + 1), 0, 0) : make_uint4(0, 0, 0, 0);
+      } else {
+        ka[G] = ok0 ? __ldg(reinterpret_cast<const uint4*>(k0 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
+        kz[G] = ok1 ? __ldg(reinterpret_cast<const uint4*>(k1 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
+      }
     }
 #pragma unroll
-    for (int G = 0; G < HD / 32; ++G) {
+    for (int G = 0; G < kGroups; ++G) {
+      if constexpr (Q8) {  // codes as f16 in the f16 layout: dims 8t + 2i, 8t + 2i + 1 in word i
+        ka[G] = make_uint4(codes_f16x2(ka[G].x, 0), codes_f16x2(ka[G].x, 1), codes_f16x2(ka[G].y, 0),
+                           codes_f16x2(ka[G].y, 1));
+        kz[G] = make_uint4(codes_f16x2(kz[G].x, 0), codes_f16x2(kz[G].x, 1), codes_f16x2(kz[G].y, 0),
+                           codes_f16x2(kz[G].y, 1));
+      }
       const uint32_t a0[4] = {ka[G].x, kz[G].x, ka[G].y, kz[G].y};
       const uint32_t a1[4] = {ka[G].z, kz[G].z, ka[G].w, kz[G].w};
+      float d[4];
+      if constexpr (Q8) {
+        d[0] = d[1] = __half2float(k_scale[kb + g][G]);
+        d[2] = d[3] = __half2float(k_scale[kb + g + 8][G]);
+      }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int pr = nt * 8 + g;
         const uint4 qh = *reinterpret_cast<const uint4*>(q_hi + pr * L::kQRow + 32 * G + 8 * t);
         const uint4 ql = *reinterpret_cast<const uint4*>(q_lo + pr * L::kQRow + 32 * G + 8 * t);
-        mma_16816(s[nt], a0, qh.x, qh.y, s[nt]);
-        mma_16816(s[nt], a0, ql.x, ql.y, s[nt]);
-        mma_16816(s[nt], a1, qh.z, qh.w, s[nt]);
-        mma_16816(s[nt], a1, ql.z, ql.w, s[nt]);
+        float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float (&c)[4] = Q8 ? zero : s[nt];  // 8-bit: each group's dot from +0, then scaled into s
+        mma_16816(c, a0, qh.x, qh.y, c);
+        mma_16816(c, a0, ql.x, ql.y, c);
+        mma_16816(c, a1, qh.z, qh.w, c);
+        mma_16816(c, a1, ql.z, ql.w, c);
+        if constexpr (Q8) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[nt][e] = __fmaf_rn(d[e], c[e], s[nt][e]);
+        }
       }
     }
     // C fragment: s[nt][e] = S[key kb + g + 8 (e / 2)][pair nt * 8 + 2t + e % 2].
@@ -201,19 +265,26 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   const int chunks = (nk + 15) / 16;
   uint32_t v[kChunks][4][MT];  // chunk c, key kk's halves 2j, 2j + 1 in v[c][kk][j]
   if (warp < kPvWarps) {
-    const __half* vl = vcache + base + 2 * MT * g;
+    const uint8_t* vl = vc + col_bytes + (base + 2 * MT * g) * (Q8 ? 1 : 2);
 #pragma unroll
     for (int c = 0; c < kChunks; ++c)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         const int key = 16 * c + 2 * t + (kk & 1) + 8 * (kk >> 1);
-        const __half* src = vl + static_cast<int64_t>(key) * kv_dim;
-        if constexpr (MT == 2) {
-          const uint2 x = key < nk ? __ldg(reinterpret_cast<const uint2*>(src)) : make_uint2(0, 0);
+        const uint8_t* src = vl + static_cast<int64_t>(key) * row_bytes;
+        const bool in = key < nk;
+        if constexpr (Q8 && MT == 2) {
+          const uint32_t x = in ? __ldg(reinterpret_cast<const unsigned int*>(src)) : 0u;
+          v[c][kk][0] = codes_f16x2(x, 0);
+          v[c][kk][MT - 1] = codes_f16x2(x, 1);
+        } else if constexpr (Q8) {
+          v[c][kk][0] = codes_f16x2(in ? __ldg(reinterpret_cast<const unsigned short*>(src)) : 0u, 0);
+        } else if constexpr (MT == 2) {
+          const uint2 x = in ? __ldg(reinterpret_cast<const uint2*>(src)) : make_uint2(0, 0);
           v[c][kk][0] = x.x;
           v[c][kk][MT - 1] = x.y;
         } else {
-          v[c][kk][0] = key < nk ? __ldg(reinterpret_cast<const unsigned int*>(src)) : 0u;
+          v[c][kk][0] = in ? __ldg(reinterpret_cast<const unsigned int*>(src)) : 0u;
         }
       }
   }
@@ -234,10 +305,14 @@ __global__ void __launch_bounds__(kTcThreads, 2)
         p = expf(__fsub_rn(sc[i * L::kScRow + k], m));
         l = __fadd_rn(l, p);
       }
-      __half h, lo;
-      split_f16(p, h, lo);
-      p_hi[i * L::kPRow + k] = h;
-      p_lo[i * L::kPRow + k] = lo;
+      if constexpr (Q8) {  // p in place: each P.V warp scales it by its V group's scales
+        sc[i * L::kScRow + k] = p;
+      } else {
+        __half h, lo;
+        split_f16(p, h, lo);
+        p_hi[i * L::kPRow + k] = h;
+        p_lo[i * L::kPRow + k] = lo;
+      }
     }
     l = warp_sum(l);
     if (lane == 0) {
@@ -260,13 +335,30 @@ __global__ void __launch_bounds__(kTcThreads, 2)
     for (int c = 0; c < kChunks; ++c) {
       if (c >= chunks) break;
       uint32_t bh[NT][2], bl[NT][2];
+      if constexpr (Q8) {  // p d_k of the warp's 32-dim group, as hi / lo
+        const int G = base / 32;
+        const int k0 = 16 * c + 2 * t;
+        const float d0 = __half2float(v_scale[k0][G]), d1 = __half2float(v_scale[k0 + 1][G]);
+        const float d8 = __half2float(v_scale[k0 + 8][G]), d9 = __half2float(v_scale[k0 + 9][G]);
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int pr = nt * 8 + g;
-        bh[nt][0] = *reinterpret_cast<const uint32_t*>(p_hi + pr * L::kPRow + 16 * c + 2 * t);
-        bh[nt][1] = *reinterpret_cast<const uint32_t*>(p_hi + pr * L::kPRow + 16 * c + 2 * t + 8);
-        bl[nt][0] = *reinterpret_cast<const uint32_t*>(p_lo + pr * L::kPRow + 16 * c + 2 * t);
-        bl[nt][1] = *reinterpret_cast<const uint32_t*>(p_lo + pr * L::kPRow + 16 * c + 2 * t + 8);
+        for (int nt = 0; nt < NT; ++nt) {
+          const float* pr = sc + (nt * 8 + g) * L::kScRow + k0;
+          const float x0 = __fmul_rn(pr[0], d0), x1 = __fmul_rn(pr[1], d1);
+          const float x8 = __fmul_rn(pr[8], d8), x9 = __fmul_rn(pr[9], d9);
+          bh[nt][0] = split_pair(x0, x1, false);
+          bl[nt][0] = split_pair(x0, x1, true);
+          bh[nt][1] = split_pair(x8, x9, false);
+          bl[nt][1] = split_pair(x8, x9, true);
+        }
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int pr = nt * 8 + g;
+          bh[nt][0] = *reinterpret_cast<const uint32_t*>(p_hi + pr * L::kPRow + 16 * c + 2 * t);
+          bh[nt][1] = *reinterpret_cast<const uint32_t*>(p_hi + pr * L::kPRow + 16 * c + 2 * t + 8);
+          bl[nt][0] = *reinterpret_cast<const uint32_t*>(p_lo + pr * L::kPRow + 16 * c + 2 * t);
+          bl[nt][1] = *reinterpret_cast<const uint32_t*>(p_lo + pr * L::kPRow + 16 * c + 2 * t + 8);
+        }
       }
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
@@ -307,21 +399,24 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   }
 }
 
-template <int HD, int NT>
+template <int HD, int NT, bool Q8>
 void launch_tc(const AttnTcLaunch& a) {
   constexpr int bytes = TcLayout<HD, NT>::kBytes;
   static bool configured = false;  // one device per process (the backend's)
   if (!configured && bytes > 48 * 1024) {
-    CUDA_CHECK(cudaFuncSetAttribute(attention_tc_split_kernel<HD, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    CUDA_CHECK(cudaFuncSetAttribute(attention_tc_split_kernel<HD, NT, Q8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    bytes));
   }
   configured = true;
   const int hp = a.s->n_head / a.s->n_head_kv;
   const int rows_per_block = NT * 8 / hp;
-  const int64_t tiles = (int64_t{a.step->max_seq_rows} + rows_per_block - 1) / rows_per_block;
+  // Tiles a sequence needs within the launch group [row0, row0 + rows).
+  const int64_t seq_rows = std::min<int64_t>(a.step->max_seq_rows, a.rows);
+  const int64_t tiles = (seq_rows + rows_per_block - 1) / rows_per_block;
   const int64_t blocks = tiles * a.step->n_seqs * a.max_splits;
   MEMRA_ASSERT(blocks >= 1 && blocks <= int64_t{0x7fffffff}, "attention (tensor cores): grid x");
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
-  launch(attention_tc_split_kernel<HD, NT>, dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(a.s->n_head_kv)),
+  launch(attention_tc_split_kernel<HD, NT, Q8>, dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(a.s->n_head_kv)),
          kTcThreads, bytes, a.stream, a.layer, a.q, *a.step, a.row0, a.rows, a.s->n_head, a.s->n_head_kv,
          a.s->q_head_stride, hp, rows_per_block, static_cast<int>(tiles), a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
@@ -330,15 +425,15 @@ void launch_tc(const AttnTcLaunch& a) {
 template <int HD>
 void launch_tc_hd(const AttnTcLaunch& a) {
   // One n-tile holds a decode row's query heads; prefill blocks take 4 (8 rows at 4 heads a KV head).
-  if (a.step->max_seq_rows > 1) return launch_tc<HD, 4>(a);
-  return launch_tc<HD, 1>(a);
+  if (a.step->max_seq_rows > 1) return a.kv_q8 ? launch_tc<HD, 4, true>(a) : launch_tc<HD, 4, false>(a);
+  return a.kv_q8 ? launch_tc<HD, 1, true>(a) : launch_tc<HD, 1, false>(a);
 }
 
 }  // namespace
 
 bool attention_tc_supported(const AttnShape& s, GgmlType kv_type) {
   const int hp = s.n_head / s.n_head_kv;
-  return kv_type == GgmlType::F16 && (s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256) && hp >= 1 &&
+  return (kv_type == GgmlType::F16 || kv_type == GgmlType::Q8_0) && (s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256) && hp >= 1 &&
          hp <= 8 && s.q_head_stride % 4 == 0;
 }
 

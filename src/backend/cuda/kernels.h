@@ -152,6 +152,7 @@ struct AttnTcLaunch {
   float* part_o;
   float* part_ml;
   cudaStream_t stream;
+  bool kv_q8;  // the 8-bit cache (kv_cache_q8.h), else f16
 };
 bool attention_tc_supported(const AttnShape& s, GgmlType kv_type);
 void attention_tc_split(const AttnTcLaunch& a);
