@@ -192,11 +192,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   // ---- scores: warp w's 16 keys (m) against every pair (n), over the head's dims
   const int kb = warp * 16;
   if (kb < nk) {
-    float s[NT][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] = 0.0f;
+    float s[NT][4] = {};  // +0
     const bool ok0 = kb + g < nk, ok1 = kb + g + 8 < nk;
     const uint8_t* k0 = kc + static_cast<int64_t>(kb + g) * row_bytes + col_bytes;
     const uint8_t* k1 = k0 + 8 * row_bytes;
@@ -324,13 +320,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 
   // ---- O^T = V^T P^T: warp w's MT m-tiles of 16 dims (m) against every pair (n), over the keys
   if (warp < kPvWarps) {
-    float o[MT][NT][4];
-#pragma unroll
-    for (int j = 0; j < MT; ++j)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) o[j][nt][e] = 0.0f;
+    float o[MT][NT][4] = {};  // +0
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       if (c >= chunks) break;
