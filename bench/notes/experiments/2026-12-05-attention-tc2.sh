@@ -38,7 +38,10 @@ case "$PHASE" in
   echo "== tests, MEMRA_CUDA_ATTN_TC=1 (the attention tests run both kernels whatever the knob)"
   MEMRA_CUDA_ATTN_TC=1 timeout 420 /tmp/g/bin/memra_tests \
     --gtest_filter='GpuOps.Attention:GpuAttention*:GpuPrefixCache*:GpuModel.TinyFixtures*:GpuModel.BatchedDecode*:GpuModel.GreedyDecode*' 2>&1 |
-    grep -E '^  attention|positions|OK \]|FAILED|Failure|differ|us a|depth' | head -90 ;;
+    grep -E '^  attention|positions|OK \]|FAILED|Failure|differ|us a|depth' | head -90
+  echo "== GpuAttentionPerf, MEMRA_CUDA_ATTN_TC=0 (the run above had it on)"
+  MEMRA_CUDA_ATTN_TC=0 timeout 120 /tmp/g/bin/memra_tests --gtest_filter='GpuAttentionPerf*' 2>&1 |
+    grep -E 'us a|depth|OK \]|FAILED' | head -20 ;;
 2) f16_round 1 ;;
 3)
   f16_round 2
