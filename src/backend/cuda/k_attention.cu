@@ -327,7 +327,7 @@ __global__ void __launch_bounds__(kAttnThreads, 3)
 
 // One block per (row of the group, query head). Split j is weighted by exp(m_j - max_j m_j); the
 // threads of part p sum splits p, p + kParts, ... in order, then the parts are added in order.
-template <int HD>
+template <int HD, int kBatch>
 __global__ void __launch_bounds__(kCombineThreads)
     attention_combine_kernel(const DeviceStep step, int64_t row0, int n_head, int max_splits,
                              const float* __restrict__ part_o, const float* __restrict__ part_ml,
@@ -373,10 +373,9 @@ __global__ void __launch_bounds__(kCombineThreads)
 
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   float l = 0.0f;
-  // A thread's splits in batches whose loads are all issued before the batch's arithmetic: a long
-  // row (256 splits at 32K keys: 64 a thread) otherwise waits one L2 round trip a split. The
-  // arithmetic is the same sequence in the same order.
-  constexpr int kBatch = 8;
+  // A thread's splits in batches of kBatch whose loads are all issued before the batch's
+  // arithmetic: a long row (256 splits at 32K keys: 64 a thread) otherwise waits one L2 round trip
+  // a split. The arithmetic is the same sequence in the same order whatever kBatch.
   for (int j0 = part; j0 < n_splits; j0 += kParts * kBatch) {
     float mj[kBatch], lj[kBatch];
     float4 xj[kBatch];
@@ -468,8 +467,12 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
            a.s->q_head_stride, heads_per_kv, a.max_splits, scale, a.part_o, a.part_ml);
     CUDA_LAUNCH_CHECK();
   }
-  launch(attention_combine_kernel<HD>, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step,
-         row0, a.s->n_head, a.max_splits, a.part_o, a.part_ml, a.out, a.gate);
+  // Batches of 8 cost registers (80 a thread, 3 blocks an SM, against 32 and 8 unbatched): only
+  // for rows of more than two splits a thread.
+  constexpr int kParts = kCombineThreads / (HD / 4);
+  auto* combine = a.max_splits > 2 * kParts ? attention_combine_kernel<HD, 8> : attention_combine_kernel<HD, 1>;
+  launch(combine, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step, row0, a.s->n_head,
+         a.max_splits, a.part_o, a.part_ml, a.out, a.gate);
   CUDA_LAUNCH_CHECK();
 }
 
