@@ -185,6 +185,14 @@ if [ "$MODE" = moe ]; then
   "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 128 -r "$REPS" --ctx 8192 --jsonl "$JSONL" | tee -a "$MD"
   "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 64 -b 1,4,16,64 -d 512 -r "$REPS" --ctx 8192 --verify-exact \
     --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
+  # Where the MoE step's time goes at B = 1 and 64 (events around each op, graphs off): issue 11's
+  # rows sit at 15-17% of their floors, and B = 64 has no per-op table yet.
+  for b in 1 64; do
+    MEMRA_CUDA_PROFILE=1 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 16 -b $b -d 512 -r 1 --ctx 8192 \
+      2> "$WORK/moe-profile-b$b.txt" > /dev/null
+    echo "MoE profile B=$b: $(head -1 "$WORK/moe-profile-b$b.txt")"
+    [ -n "${OUT:-}" ] && cp -f "$WORK/moe-profile-b$b.txt" "$OUT/" 2>/dev/null
+  done
 fi
 
 if [ "$MODE" = moe-large ] || [ "$MODE" = moe-80b ] || [ "$MODE" = moe-122b ]; then
