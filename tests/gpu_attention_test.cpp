@@ -352,7 +352,7 @@ void check_cut_invariance(Backend& gpu, const Dims& d, int32_t depth, int32_t ro
   AttentionRig chunked(gpu, d), stepped(gpu, d);
   for (AttentionRig* rig : {&chunked, &stepped}) {
     rig->add_sequence(depth, 81);
-    rig->add_sequence(300, 82);  // the other sequence of the mixed step
+    rig->add_sequence(5, 82);  // the other sequence of the mixed step
   }
   const std::string what = std::string(d.name) + " depth " + std::to_string(depth) + ", " + std::to_string(rows) + " rows";
   const auto q = test::normal_floats(static_cast<size_t>(rows * chunked.q_row()), 1.0f, 83);
@@ -396,14 +396,16 @@ TEST(GpuAttentionCutInvariance, PromptRowsGetTheDecodedRowsBits) {
   MEMRA_GPU_OR_SKIP(probe);
   for (const bool tc : {false, true}) {
     auto gpu = gpu_with_kv(GgmlType::F16, tc);
-    check_cut_invariance(*gpu, kTiny, 100, 40);  // crosses key 128
-    check_cut_invariance(*gpu, kTiny, 0, 19);
-    check_cut_invariance(*gpu, kTiny, 256, 17);  // starts on a split
-    check_cut_invariance(*gpu, k9B, 120, 12);
+    check_cut_invariance(*gpu, kTiny, 110, 24);  // crosses key 128
+    check_cut_invariance(*gpu, kTiny, 0, 12);
+    check_cut_invariance(*gpu, kTiny, 256, 9);  // starts on a split
+    // Head size 256 (two 16-dim m-tiles a warp in the tensor-core kernel); the emulation runs it
+    // for that kernel only (CI's time).
+    if (tc || !test::emulated()) check_cut_invariance(*gpu, k9B, 120, 12);
   }
   for (const bool tc : {false, true}) {
     auto q8 = gpu_with_kv(GgmlType::Q8_0, tc);
-    check_cut_invariance(*q8, kTiny, 100, 40);
+    check_cut_invariance(*q8, kTiny, 110, 24);
     if (!test::emulated()) check_cut_invariance(*q8, k9B, 120, 12);  // (the emulation: ~20 s more)
   }
 }
