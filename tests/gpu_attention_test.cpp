@@ -354,7 +354,8 @@ void check_cut_invariance(Backend& gpu, const Dims& d, int32_t depth, int32_t ro
     rig->add_sequence(depth, 81);
     rig->add_sequence(5, 82);  // the other sequence of the mixed step
   }
-  const std::string what = std::string(d.name) + " depth " + std::to_string(depth) + ", " + std::to_string(rows) + " rows";
+  const std::string what =
+      std::string(d.name) + " depth " + std::to_string(depth) + ", " + std::to_string(rows) + " rows";
   const auto q = test::normal_floats(static_cast<size_t>(rows * chunked.q_row()), 1.0f, 83);
   const auto k = test::normal_floats(static_cast<size_t>(rows * chunked.kv_dim()), 1.0f, 84);
   const auto v = test::normal_floats(static_cast<size_t>(rows * chunked.kv_dim()), 1.0f, 85);

@@ -103,13 +103,8 @@ __device__ __forceinline__ void write_act_tile(const Elem& elem, int64_t r, bool
   const int64_t cols = a.cols, n8 = r / 8, g = r % 8;
   auto scaled = [&](int64_t k) { return valid && k < cols ? __fmul_rn(elem(k), inv) : 0.0f; };
   auto hi_of = [](float v) { return __float2half_rn(v); };
-  // x' - hi is exact in float (hi is x' rounded to 11 bits); lo is its f16 rounding.
-  auto lo_bits = [](float v, __half hi) {
-    return __half_as_ushort(__float2half_rn(__fsub_rn(v, __half2float(hi))));
-  };
-  auto pack2 = [](uint16_t first, uint16_t second) {  // an f16 pair, the first in the low half
-    return static_cast<uint32_t>(first) | static_cast<uint32_t>(second) << 16;
-  };
+  auto lo_bits = [](float v, __half hi) { return __half_as_ushort(f16_lo_part(v, hi)); };
+  auto pack2 = f16_pair;
   {
     const int b = lane / 4, t = lane % 4;
     const int64_t k0 = kt * kTileK + 32 * b + 2 * t;

@@ -46,6 +46,17 @@ __device__ __forceinline__ float block_max(float v, float* shared) {
   return block_reduce(v, shared, 0.0f, [](float x) { return warp_max(x); });
 }
 
+// The f16 rounding of what hi = f16_rn(x) left out of x (x - hi is exact in float): hi + lo
+// carries ~22 bits of x (the matmul's float activations, the tensor-core attention's q and p).
+__device__ __forceinline__ __half f16_lo_part(float x, __half hi) {
+  return __float2half_rn(__fsub_rn(x, __half2float(hi)));
+}
+
+// Two f16 bit patterns as one register (an mma.sync fragment word), `first` in the low half.
+__device__ __forceinline__ uint32_t f16_pair(uint16_t first, uint16_t second) {
+  return static_cast<uint32_t>(first) | static_cast<uint32_t>(second) << 16;
+}
+
 __device__ __forceinline__ float silu(float x) { return __fdiv_rn(x, __fadd_rn(1.0f, expf(-x))); }
 __device__ __forceinline__ float sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
 

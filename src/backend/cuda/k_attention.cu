@@ -325,6 +325,13 @@ __global__ void __launch_bounds__(kAttnThreads, 3)
   }
 }
 
+// The merge's thread groups (parts) of a head of HD values: one float4 column a thread.
+template <int HD>
+constexpr int combine_parts() {
+  static_assert(kCombineThreads % (HD / 4) == 0 && kCombineThreads >= HD / 4);
+  return kCombineThreads / (HD / 4);
+}
+
 // One block per (row of the group, query head). Split j is weighted by exp(m_j - max_j m_j); the
 // threads of part p sum splits p, p + kParts, ... in order, then the parts are added in order.
 template <int HD, int kBatch>
@@ -334,8 +341,7 @@ __global__ void __launch_bounds__(kCombineThreads)
                              float* __restrict__ out, const AttnOutGate gate) {
   pdl_enter();
   constexpr int kCols = HD / 4;  // float4 columns of a head
-  constexpr int kParts = kCombineThreads / kCols;
-  static_assert(kCombineThreads % kCols == 0 && kParts >= 1);
+  constexpr int kParts = combine_parts<HD>();
   __shared__ float4 po[kParts][kCols];
   __shared__ float pl[kParts];
   __shared__ float red[kCombineThreads / kWarp];
@@ -469,8 +475,8 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
   }
   // Batches of 8 cost registers (80 a thread, 3 blocks an SM, against 32 and 8 unbatched): only
   // for rows of more than two splits a thread.
-  constexpr int kParts = kCombineThreads / (HD / 4);
-  auto* combine = a.max_splits > 2 * kParts ? attention_combine_kernel<HD, 8> : attention_combine_kernel<HD, 1>;
+  auto* combine =
+      a.max_splits > 2 * combine_parts<HD>() ? attention_combine_kernel<HD, 8> : attention_combine_kernel<HD, 1>;
   launch(combine, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step, row0, a.s->n_head,
          a.max_splits, a.part_o, a.part_ml, a.out, a.gate);
   CUDA_LAUNCH_CHECK();

@@ -68,7 +68,7 @@ struct TcLayout {
 
 __device__ __forceinline__ void split_f16(float x, __half& hi, __half& lo) {
   hi = __float2half_rn(x);
-  lo = __float2half_rn(__fsub_rn(x, __half2float(hi)));
+  lo = f16_lo_part(x, hi);
 }
 
 // Two halves into one fragment register: `lo_src`'s half `sel` in the low 16 bits, `hi_src`'s in the high.
@@ -76,19 +76,18 @@ __device__ __forceinline__ uint32_t pair_halves(uint32_t lo_src, uint32_t hi_src
   return sel == 0 ? (lo_src & 0xFFFFu) | (hi_src << 16) : (lo_src >> 16) | (hi_src & 0xFFFF0000u);
 }
 
-// 8-bit cache codes (int8, 4 a word) 2 half, 2 half + 1 as f16 (exact: |code| <= 127): the biased
-// byte under 0x64 is 1024 + 128 + code, minus 1152.
+// 8-bit cache codes (int8, 4 a word) 2 half, 2 half + 1 as f16 (exact: |code| <= 127).
 __device__ __forceinline__ uint32_t codes_f16x2(uint32_t codes, int half) {
-  return sub_f16x2(__byte_perm(0x64646464u, codes ^ 0x80808080u, half == 0 ? 0x0504u : 0x0706u), 0x64806480u);
+  return int8_pair(codes ^ 0x80808080u, half);
 }
 
-// f16 pair {lo: a, hi: b} of the hi (or lo) parts of two floats.
-__device__ __forceinline__ uint32_t split_pair(float a, float b, bool low_part) {
+// Two floats as the f16 pairs of their hi parts and of their lo parts (a first, in the low halves).
+__device__ __forceinline__ void split_pair(float a, float b, uint32_t& hi, uint32_t& lo) {
   __half ha, la, hb, lb;
   split_f16(a, ha, la);
   split_f16(b, hb, lb);
-  const __half x = low_part ? la : ha, y = low_part ? lb : hb;
-  return static_cast<uint32_t>(__half_as_ushort(x)) | static_cast<uint32_t>(__half_as_ushort(y)) << 16;
+  hi = f16_pair(__half_as_ushort(ha), __half_as_ushort(hb));
+  lo = f16_pair(__half_as_ushort(la), __half_as_ushort(lb));
 }
 
 template <int HD, int NT, bool Q8>
@@ -335,10 +334,8 @@ __global__ void __launch_bounds__(kTcThreads, 2)
           const float* pr = sc + (nt * 8 + g) * L::kScRow + k0;
           const float x0 = __fmul_rn(pr[0], d0), x1 = __fmul_rn(pr[1], d1);
           const float x8 = __fmul_rn(pr[8], d8), x9 = __fmul_rn(pr[9], d9);
-          bh[nt][0] = split_pair(x0, x1, false);
-          bl[nt][0] = split_pair(x0, x1, true);
-          bh[nt][1] = split_pair(x8, x9, false);
-          bl[nt][1] = split_pair(x8, x9, true);
+          split_pair(x0, x1, bh[nt][0], bl[nt][0]);
+          split_pair(x8, x9, bh[nt][1], bl[nt][1]);
         }
       } else {
 #pragma unroll
@@ -406,7 +403,8 @@ void launch_tc(const AttnTcLaunch& a) {
   const int64_t blocks = tiles * a.step->n_seqs * a.max_splits;
   MEMRA_ASSERT(blocks >= 1 && blocks <= int64_t{0x7fffffff}, "attention (tensor cores): grid x");
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
-  launch(attention_tc_split_kernel<HD, NT, Q8>, dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(a.s->n_head_kv)),
+  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(a.s->n_head_kv));
+  launch(attention_tc_split_kernel<HD, NT, Q8>, grid,
          kTcThreads, bytes, a.stream, a.layer, a.q, *a.step, a.row0, a.rows, a.s->n_head, a.s->n_head_kv,
          a.s->q_head_stride, hp, rows_per_block, static_cast<int>(tiles), a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
@@ -423,7 +421,8 @@ void launch_tc_hd(const AttnTcLaunch& a) {
 
 bool attention_tc_supported(const AttnShape& s, GgmlType kv_type) {
   const int hp = s.n_head / s.n_head_kv;
-  return (kv_type == GgmlType::F16 || kv_type == GgmlType::Q8_0) && (s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256) && hp >= 1 &&
+  return (kv_type == GgmlType::F16 || kv_type == GgmlType::Q8_0) &&
+         (s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 256) && hp >= 1 &&
          hp <= 8 && s.q_head_stride % 4 == 0;
 }
 

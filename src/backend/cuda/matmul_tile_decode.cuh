@@ -32,15 +32,6 @@ __device__ __forceinline__ V lds(const uint8_t* p) {
   return *reinterpret_cast<const V*>(p);
 }
 
-// Bytes 2q, 2q+1 (q = 0, 1) of w, codes stored as code + 128 (weight_layout.h), to two f16 values:
-// each byte placed under the f16 exponent of 1024, then 1024 + 128 taken off (exact).
-__device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
-  // The constant as the first source and the selector a literal: ptxas then keeps 0x64646464 in
-  // one register and encodes the selector in the PRMT (the other way round it re-made the selector
-  // registers, ~4 moves a block: SASS, 2026-12-04).
-  return sub_f16x2(__byte_perm(0x64646464u, w_biased, q == 0 ? 0x0504u : 0x0706u), 0x64806480u);
-}
-
 // A block's A fragments for both halves (A[0]: elements 0-15, A[1]: 16-31) of one m-tile.
 struct BlockFrags {
   uint32_t a[2][4];

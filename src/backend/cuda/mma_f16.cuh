@@ -112,6 +112,16 @@ __device__ __forceinline__ uint32_t sub_f16x2(uint32_t x, uint32_t k) {
 #endif
 }
 
+// Bytes 2q, 2q+1 (q = 0, 1) of w, codes stored as code + 128 (weight_layout.h; int8 codes ^ 0x80),
+// to two f16 values: each byte placed under the f16 exponent of 1024, then 1024 + 128 taken off
+// (exact).
+__device__ __forceinline__ uint32_t int8_pair(uint32_t w_biased, int q) {
+  // The constant as the first source and the selector a literal: ptxas then keeps 0x64646464 in
+  // one register and encodes the selector in the PRMT (the other way round it re-made the selector
+  // registers, ~4 moves a block: SASS, 2026-12-04).
+  return sub_f16x2(__byte_perm(0x64646464u, w_biased, q == 0 ? 0x0504u : 0x0706u), 0x64806480u);
+}
+
 // Two f16 lanes times an f16 constant plus another, rounded once (exact here: small integers).
 __device__ __forceinline__ uint32_t fma_f16x2(uint32_t x, uint32_t m, uint32_t k) {
 #ifdef MEMRA_CUDASIM
