@@ -11,6 +11,7 @@
 #   bash bench/notes/experiments/2026-12-05-attention-tc2.sh 1   # GPU tests that cover attention
 #   bash bench/notes/experiments/2026-12-05-attention-tc2.sh 2   # f16 cache, both kernels, round 1
 #   bash bench/notes/experiments/2026-12-05-attention-tc2.sh 3   # round 2, the 8-bit cache, --verify-exact
+#   bash bench/notes/experiments/2026-12-05-attention-tc2.sh 12  # the attention tests and round 1 in one call
 # Carry: [".gpu/bundle.tar.xz", ".gpu/fx.tar.xz"] (scripts/gpu-bundle.sh build, then
 # `tar cJf .gpu/fx.tar.xz .fixtures && rm -rf .fixtures`).
 set -u
@@ -43,6 +44,12 @@ case "$PHASE" in
   MEMRA_CUDA_ATTN_TC=0 timeout 120 /tmp/g/bin/memra_tests --gtest_filter='GpuAttentionPerf*' 2>&1 |
     grep -E 'us a|depth|OK \]|FAILED' | head -20 ;;
 2) f16_round 1 ;;
+12)
+  # phases 1 and 2 in one call (a refused start costs up to 3 minutes): the attention tests with the knob on, then round 1
+  MEMRA_CUDA_ATTN_TC=1 timeout 200 /tmp/g/bin/memra_tests \
+    --gtest_filter='GpuOps.Attention:GpuAttention*:GpuPrefixCache*:GpuModel.TinyFixtures*:GpuModel.BatchedDecode*-GpuAttentionPerf*' 2>&1 |
+    grep -E 'positions|OK \]|FAILED|Failure|differ' | head -60
+  f16_round 1 ;;
 3)
   f16_round 2
   for v in 0 1; do
