@@ -24,13 +24,13 @@ X=/tmp/g/bin/memra
 M=/tmp/9b.gguf
 [ "$PHASE" = 1 ] || [ -f $M ] || $X synth --arch qwen35 --shape 9b --type q4_0 -o $M >/dev/null 2>&1 || echo "synth failed"
 row() { grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-10; }
-f16_round() {
-  for v in 0 1; do
-    echo "r$1 f16 MEMRA_CUDA_ATTN_TC=$v:"
-    MEMRA_CUDA_ATTN_TC=$v timeout 150 $X bench -m $M --device cuda -p 512 -n 0 -d 0,4096,16384 -r 3 --ctx 20000 2>/dev/null | row
-    MEMRA_CUDA_ATTN_TC=$v timeout 150 $X bench -m $M --device cuda -p 0 -n 32 -b 1,16,64 -d 512,4096 -r 2 --ctx 8192 2>/dev/null | row
-    MEMRA_CUDA_ATTN_TC=$v timeout 100 $X bench -m $M --device cuda -p 0 -n 32 -b 1 -d 32000 -r 2 --ctx 33000 2>/dev/null | row
-  done
+f16_round() {  # each configuration with the knob off, then on, so a call cut short still compares
+  for v in 0 1; do echo "r$1 f16 pp512 MEMRA_CUDA_ATTN_TC=$v:"
+    MEMRA_CUDA_ATTN_TC=$v timeout 150 $X bench -m $M --device cuda -p 512 -n 0 -d 0,4096,16384 -r 3 --ctx 20000 2>/dev/null | row; done
+  for v in 0 1; do echo "r$1 f16 tg32 MEMRA_CUDA_ATTN_TC=$v:"
+    MEMRA_CUDA_ATTN_TC=$v timeout 150 $X bench -m $M --device cuda -p 0 -n 32 -b 1,16,64 -d 512,4096 -r 2 --ctx 8192 2>/dev/null | row; done
+  for v in 0 1; do echo "r$1 f16 tg32 d32000 MEMRA_CUDA_ATTN_TC=$v:"
+    MEMRA_CUDA_ATTN_TC=$v timeout 100 $X bench -m $M --device cuda -p 0 -n 32 -b 1 -d 32000 -r 2 --ctx 33000 2>/dev/null | row; done
 }
 {
 nvidia-smi --query-gpu=name --format=csv,noheader; $X --version
