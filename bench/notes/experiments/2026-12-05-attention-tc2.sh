@@ -44,6 +44,17 @@ case "$PHASE" in
   MEMRA_CUDA_ATTN_TC=0 timeout 120 /tmp/g/bin/memra_tests --gtest_filter='GpuAttentionPerf*' 2>&1 |
     grep -E 'us a|depth|OK \]|FAILED' | head -20 ;;
 2) f16_round 1 ;;
+s)
+  # one short call (what was left of a session's device time): decode, the tests, prefill at depth
+  for v in 0 1; do echo "f16 tg32 d4096 MEMRA_CUDA_ATTN_TC=$v:"
+    MEMRA_CUDA_ATTN_TC=$v timeout 100 $X bench -m $M --device cuda -p 0 -n 32 -b 1,16,64 -d 4096 -r 2 --ctx 8192 2>/dev/null | row; done
+  MEMRA_CUDA_ATTN_TC=1 timeout 150 /tmp/g/bin/memra_tests \
+    --gtest_filter='GpuOps.Attention:GpuAttention*:GpuPrefixCache*:GpuModel.TinyFixtures*-GpuAttentionPerf*' 2>&1 |
+    grep -E 'positions|OK \]|FAILED|Failure|differ' | head -60
+  for v in 0 1; do echo "f16 pp512 MEMRA_CUDA_ATTN_TC=$v:"
+    MEMRA_CUDA_ATTN_TC=$v timeout 60 $X bench -m $M --device cuda -p 512 -n 0 -d 0,16384 -r 2 --ctx 17000 2>/dev/null | row; done
+  for v in 0 1; do echo "f16 tg32 d32000 MEMRA_CUDA_ATTN_TC=$v:"
+    MEMRA_CUDA_ATTN_TC=$v timeout 60 $X bench -m $M --device cuda -p 0 -n 32 -b 1 -d 32000 -r 1 --ctx 33000 2>/dev/null | row; done ;;
 12)
   # phases 1 and 2 in one call (a refused start costs up to 3 minutes): the attention tests with the knob on, then round 1
   MEMRA_CUDA_ATTN_TC=1 timeout 200 /tmp/g/bin/memra_tests \
