@@ -62,10 +62,9 @@ if [ "$MODE" = all ] || [ "$MODE" = tests ]; then
   "$BUILD/memra_tests" --gtest_filter="$FILTER" --gtest_brief=1 2>&1 | tee "$WORK/gpu-tests.log"
   rc=${PIPESTATUS[0]}
   # The model tests again with each knob the other way: programmatic dependent launch off
-  # (MEMRA_CUDA_PDL, on by default), the attention's split step on the tensor cores
-  # (MEMRA_CUDA_ATTN_TC, off by default; its op, batch and cut-invariance tests run above either way):
-  # the fixtures' prefill == token-by-token bits and prefix reuse with it.
-  for knob in MEMRA_CUDA_PDL=0 MEMRA_CUDA_ATTN_TC=1; do
+  # (MEMRA_CUDA_PDL, on by default). The attention's two split kernels (tensor cores by default,
+  # CUDA cores for the shapes the first lacks) both run in the op, batch and cut-invariance tests.
+  for knob in MEMRA_CUDA_PDL=0; do
     echo "== GPU model tests with $knob"
     env "$knob" "$BUILD/memra_tests" --gtest_filter="GpuModel*:GpuSampling*:GpuPrefixCache*-GpuModel.Synth9b*$excl" \
       --gtest_brief=1 2>&1 \
@@ -102,16 +101,9 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     # prefill is largest (H100, 2026-12-05: ~4,760 tok/s against ~11,000 at depth 0; 9B Q4_0 only).
     [ "$2" = 9b ] && "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 0 -d 16384 -r "$REPS" --ctx 20000 \
       --jsonl "$JSONL" | grep -E '^\| [^-]' | grep -v '| model |' | tee -a "$MD"
-    # The attention's split step on the tensor cores (MEMRA_CUDA_ATTN_TC, off by default until these
-    # rows show it faster): prefill and decode at depth, 9B Q4_0.
-    if [ "$2" = 9b ]; then
-      for args in "-p 512 -n 0 -d 0,4096,16384 --ctx 20000" "-p 0 -n 128 -d 4096,32000 --ctx 33000"; do
-        MEMRA_CUDA_ATTN_TC=1 "$BUILD/memra" bench -m "$f" --device cuda $args -r "$REPS" --jsonl "$JSONL.attn-tc" \
-          | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| (pp512|tg128) /| \1 attn-tc /' | tee -a "$MD"
-      done
-      "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 32000 -r "$REPS" --ctx 33000 --jsonl "$JSONL" \
-        | grep -E '^\| [^-]' | grep -v '| model |' | tee -a "$MD"
-    fi
+    # Decode deep in the context (issue 10: within 10% of depth 0), 9B Q4_0.
+    [ "$2" = 9b ] && "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 32000 -r "$REPS" --ctx 33000 \
+      --jsonl "$JSONL" | grep -E '^\| [^-]' | grep -v '| model |' | tee -a "$MD"
     MEMRA_CUDA_KV=q8_0 "$BUILD/memra" bench -m "$f" --device cuda -p 0 -n 128 -d 4096 -r "$REPS" --ctx 8192 \
       --jsonl "$JSONL.kv-q8" | grep -E '^\| [^-]' | grep -v '| model |' | sed -E 's/\| tg128 /| tg128 kv-q8 /' \
       | tee -a "$MD"
@@ -143,12 +135,6 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
     --ctx 8192 --verify-exact --jsonl "$JSONL.bf16-state" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
     | grep -v '| model |' | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, bf16 state: FAILED (see above)" | tee -a "$MD"
-  # The attention's split step on the tensor cores (MEMRA_CUDA_ATTN_TC): its own rows, exact too.
-  echo "attention on the tensor cores (MEMRA_CUDA_ATTN_TC=1):" | tee -a "$MD"
-  MEMRA_CUDA_ATTN_TC=1 "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,4,16,64 -d 512,4096 -r "$REPS" \
-    --ctx 8192 --verify-exact --jsonl "$JSONL.attn-tc" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
-    | grep -v '| model |' | tee -a "$MD"
-  [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, attention on the tensor cores: FAILED (see above)" | tee -a "$MD"
   # Where a step's time goes at B = 1, 16 and 64 (events around each op, graphs off).
   for b in 1 16 64; do
     MEMRA_CUDA_PROFILE=1 "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 16 -b $b -d 512 -r 1 --ctx 8192 \

@@ -614,7 +614,7 @@ void run_family(Family f) {
   MEMRA_GPU_OR_SKIP(gpu_default);
   auto cpu = make_cpu_backend();
   // Attention: a backend per cache type (f16, 8-bit) and split kernel (CUDA cores, tensor cores:
-  // MEMRA_CUDA_ATTN_TC); every attention case runs with both kernels.
+  // CudaOptions::attn_tc); every attention case runs with both kernels.
   std::unique_ptr<Backend> gpu_kv[2][2];
   int ran = 0, skipped = 0;
   for (const Case& c : kCases) {

@@ -20,7 +20,9 @@ struct CudaOptions {
   bool pdl = true;                   // MEMRA_CUDA_PDL: programmatic dependent launch
   int32_t stream_parts = 0;          // MEMRA_CUDA_STREAM_PARTS: warps a one-row matmul unit takes (0: rule)
   GgmlType kv_type = GgmlType::F16;  // MEMRA_CUDA_KV: F16, or Q8_0 (8-bit blocks, f16 scale per 32)
-  bool attn_tc = false;              // MEMRA_CUDA_ATTN_TC: attention's split step on the tensor cores
+  // The attention's split step on the tensor cores where the shape allows (k_attention_tc.cu); not a knob:
+  // tests turn it off to compare the two kernels.
+  bool attn_tc = true;
   bool profile = false;              // MEMRA_CUDA_PROFILE: per-op GPU times at exit (no graphs)
   bool operator==(const CudaOptions&) const = default;
 };

@@ -39,9 +39,6 @@ constexpr Knob kKnobs[] = {
      "+5% aggregate decode from 16 sequences; rounded after every token, so logits drift from f32's; still "
      "exact under batching)",
      "f32|bf16"},
-    {"MEMRA_CUDA_ATTN_TC", Kind::Bool, "0", 0, 1,
-     "the attention's split step on the tensor cores (both KV caches; one kernel and order for prompt and decode "
-     "rows, so prefix reuse stays exact); off until measured on hardware: it changes the attention's rounding"},
     {"MEMRA_CUDA_PROFILE", Kind::Bool, "0", 0, 1, "print per-op GPU times at exit (disables graphs)"},
     {"MEMRA_VERBOSE", Kind::Bool, "0", 0, 1, "verbose logging (also --verbose)"},
     {"MEMRA_PREFIX_CACHE_MB", Kind::Int, "4096", 0, int64_t{1} << 30,

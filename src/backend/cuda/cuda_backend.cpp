@@ -585,15 +585,6 @@ void CudaBackend::check_kv_rows(const AttnShape& s) const {
   }
 }
 
-void CudaBackend::note_attention_kernel(const AttnShape& s) {
-  if (!attn_tc_ || attn_tc_noted_ || cuda::attention_tc_supported(s, kv_type_)) return;
-  attn_tc_noted_ = true;
-  fmt::print(stderr,
-             "memra: note: MEMRA_CUDA_ATTN_TC=1, but the tensor-core attention takes head sizes 64, 128 and 256 "
-             "with up to 8 query heads a KV head (this model: {} and {}); its attention runs on the CUDA-core kernel\n",
-             s.head_dim, s.n_head / s.n_head_kv);
-}
-
 float* CudaBackend::attention_work(const AttnShape& s) {
   return scratch(static_cast<size_t>(std::max<int64_t>(attention_work_floats(step_, step_.n_rows, s), 1)));
 }
@@ -601,7 +592,6 @@ float* CudaBackend::attention_work(const AttnShape& s) {
 void CudaBackend::attention(int layer, const float* q, const float* k, const float* v, float* out,
                             const AttnShape& s) {
   check_kv_rows(s);
-  note_attention_kernel(s);
   {
     OpProfiler::Scope prof(profiler_, "kv_append", 0);
     cuda::kv_append(layer, k, v, step_, step_.n_rows, s.n_head_kv * s.head_dim, kv_type_, stream_);
@@ -617,7 +607,6 @@ void CudaBackend::attention_block(int layer, float* q, float* k, const float* v,
                                   const AttnShape& s) {
   MEMRA_ASSERT(q_norm.n == s.head_dim && k_norm.n == s.head_dim);
   check_kv_rows(s);
-  note_attention_kernel(s);
   {
     OpProfiler::Scope prof(profiler_, "qk_norm_rope+kv_append", 0);
     cuda::qk_norm_rope_append(layer, q, k, v, q_norm.data, k_norm.data, inv_freq(s.n_rot, s.rope_theta), step_,

@@ -84,8 +84,6 @@ class CudaBackend final : public Backend {
   F16Act activation(MatmulInput x, int64_t rows, int64_t cols);
   const float* inv_freq(int n_rot, float theta);
   void check_kv_rows(const AttnShape& s) const;
-  // MEMRA_CUDA_ATTN_TC with a shape the tensor-core attention lacks: a note, once.
-  void note_attention_kernel(const AttnShape& s);
   float* attention_work(const AttnShape& s);  // the split partials' scratch for this step
 
   cudaStream_t stream_ = nullptr;
@@ -125,8 +123,7 @@ class CudaBackend final : public Backend {
   } norm_form_;
   uint64_t norm_tokens_ = 0;  // tokens handed out so far
   GgmlType kv_type_ = GgmlType::F16;  // MEMRA_CUDA_KV
-  bool attn_tc_ = false;              // MEMRA_CUDA_ATTN_TC
-  bool attn_tc_noted_ = false;        // note_attention_kernel has spoken
+  bool attn_tc_ = true;               // CudaOptions::attn_tc
   uint8_t* act_slot_ = nullptr;
   size_t act_slot_bytes_ = 0;
   F16Act act_slot(int64_t rows, int64_t cols);

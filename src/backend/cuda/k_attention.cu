@@ -11,8 +11,9 @@
 // tree whose shape depends only on that row's split count. Nothing in either kernel (reduction
 // order, split boundaries, which lane sums what) depends on other rows, the number of rows or
 // sequences, or the longest sequence; the grid is sized from the longest one and surplus blocks
-// exit before doing anything. With MEMRA_CUDA_ATTN_TC the split step is k_attention_tc.cu's
-// (another rounding order, the same partials and merge) for every row of the shapes it supports.
+// exit before doing anything. This split step serves the shapes k_attention_tc.cu lacks (head sizes
+// other than 64 / 128 / 256, more than 8 query heads a KV head); the tensor-core one (another
+// rounding order, the same partials and merge) takes every row of the shapes it supports.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

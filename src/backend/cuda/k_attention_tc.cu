@@ -51,7 +51,7 @@ constexpr int kTcThreads = kTcWarps * kWarp;
 static_assert(kTcWarps == 8, "the score phase gives each warp one 16-key m-tile");
 
 // Shared-memory layout of a block (bytes), NT n-tiles of 8 (row, head) pairs.
-template <int HD, int NT>
+template <int HD, int NT, bool Q8>
 struct TcLayout {
   static constexpr int kPairs = NT * 8;
   // q as f16 hi / lo rows; the 64-byte pad makes the 8 rows of a fragment load hit 8 different
@@ -63,7 +63,17 @@ struct TcLayout {
   static constexpr int kPBytes = kPairs * kPRow * 2 * 2;
   static constexpr int kQpBytes = kQBytes > kPBytes ? kQBytes : kPBytes;
   static constexpr int kScBytes = kPairs * kScRow * 4;
-  static constexpr int kBytes = kQpBytes + kScBytes + kPairs * 2 * 4;
+  static constexpr int kHeadBytes = kQpBytes + kScBytes + kPairs * 2 * 4;
+  // One-n-tile (decode) blocks copy the split's V rows of their KV head into shared memory by
+  // cp.async at the start, so V's round trip overlaps q's conversion and the scores instead of
+  // following them (same values, so the same bits as V from global memory). A row is the head's
+  // HD values (f16, or 8-bit codes) plus 16 bytes: lanes (g, t) read keys 2t apart, which then
+  // fall on distinct banks. Four-n-tile (prefill) blocks would need a block an SM: they load V
+  // into registers after the scores.
+  static constexpr int kVRow = HD * (Q8 ? 1 : 2) + 16;
+  static constexpr int kVBytes = kTcSplit * kVRow;
+  static constexpr int kStagedBytes = kHeadBytes + kVBytes;
+  static_assert(kHeadBytes % 16 == 0, "the staged V rows start on a 16-byte boundary");
 };
 
 __device__ __forceinline__ void split_f16(float x, __half& hi, __half& lo) {
@@ -81,6 +91,33 @@ __device__ __forceinline__ uint32_t codes_f16x2(uint32_t codes, int half) {
   return int8_pair(codes ^ 0x80808080u, half);
 }
 
+// A word of V: by __ldg from the cache, or from the block's staged rows in shared memory.
+template <typename W, bool Shared>
+__device__ __forceinline__ W load_v_word(const uint8_t* p) {
+  if constexpr (Shared) return *reinterpret_cast<const W*>(p);
+  else return __ldg(reinterpret_cast<const W*>(p));
+}
+
+// Lane (g, t)'s V halves of one key for the P.V phase (src: the key's row at the lane's first dim;
+// zeros where !in, since the cache past the block's last key may hold anything): MT words, dims
+// 2j, 2j + 1 of the lane's 2 MT in word j, as f16 (8-bit codes converted exactly).
+template <bool Q8, int MT, bool Shared>
+__device__ __forceinline__ void load_v_key(const uint8_t* src, bool in, uint32_t (&out)[MT]) {
+  if constexpr (Q8 && MT == 2) {
+    const uint32_t x = in ? load_v_word<unsigned int, Shared>(src) : 0u;
+    out[0] = codes_f16x2(x, 0);
+    out[MT - 1] = codes_f16x2(x, 1);
+  } else if constexpr (Q8) {
+    out[0] = codes_f16x2(in ? load_v_word<unsigned short, Shared>(src) : 0u, 0);
+  } else if constexpr (MT == 2) {
+    const uint2 x = in ? load_v_word<uint2, Shared>(src) : make_uint2(0, 0);
+    out[0] = x.x;
+    out[MT - 1] = x.y;
+  } else {
+    out[0] = in ? load_v_word<unsigned int, Shared>(src) : 0u;
+  }
+}
+
 // Two floats as the f16 pairs of their hi parts and of their lo parts (a first, in the low halves).
 __device__ __forceinline__ void split_pair(float a, float b, uint32_t& hi, uint32_t& lo) {
   __half ha, la, hb, lb;
@@ -90,14 +127,16 @@ __device__ __forceinline__ void split_pair(float a, float b, uint32_t& hi, uint3
   lo = f16_pair(__half_as_ushort(la), __half_as_ushort(lb));
 }
 
-template <int HD, int NT, bool Q8>
+// SV: V staged in shared memory (TcLayout::kVRow; the launcher picks it for one-n-tile blocks whose
+// cache rows are 16-byte multiples). Either way a lane gets the same V values: the same bits.
+template <int HD, int NT, bool Q8, bool SV>
 __global__ void __launch_bounds__(kTcThreads, 2)
     attention_tc_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0,
                               int64_t rows, int n_head, int n_head_kv, int q_head_stride, int hp, int rows_per_block,
                               int tiles, int max_splits, float scale, float* __restrict__ part_o,
                               float* __restrict__ part_ml) {
   pdl_enter();
-  using L = TcLayout<HD, NT>;
+  using L = TcLayout<HD, NT, Q8>;
   constexpr int kPairs = L::kPairs;
   MEMRA_DYNAMIC_SMEM(uint8_t, smem, 16);
   __half* const q_hi = reinterpret_cast<__half*>(smem);  // [kPairs][kQRow], then q_lo
@@ -106,6 +145,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   __half* const p_lo = p_hi + kPairs * L::kPRow;
   float* const sc = reinterpret_cast<float*>(smem + L::kQpBytes);  // [kPairs][kScRow]
   float* const stat = sc + kPairs * L::kScRow;                     // [kPairs][2]: max, sum
+  uint8_t* const v_rows = smem + L::kHeadBytes;                    // SV: [kTcSplit][kVRow]
   __shared__ int s_n[kPairs];                                      // keys of the split a pair sees (<= 0: none)
   __shared__ int s_last;
   // 8-bit cache: the split's K and V scales of this KV head, [key][32-dim group] (0 past the block's keys).
@@ -167,6 +207,41 @@ __global__ void __launch_bounds__(kTcThreads, 2)
     }
   }
 
+  // The warp's 16 keys of the scores' m side, every load before the first MMA: one round trip a
+  // block, not one a 32 dims. f16: lane t's 8 values of a 32-dim group (16 bytes); 8-bit: its 8
+  // codes (two words). SV blocks load them before q's conversion, whose round trip they then share.
+  const int kb = warp * 16;
+  uint4 ka[kGroups], kz[kGroups];
+  auto load_k = [&] {
+    const bool ok0 = kb + g < nk, ok1 = kb + g + 8 < nk;
+    const uint8_t* k0 = kc + static_cast<int64_t>(kb + g) * row_bytes + col_bytes;
+    const uint8_t* k1 = k0 + 8 * row_bytes;
+#pragma unroll
+    for (int G = 0; G < kGroups; ++G) {
+      if constexpr (Q8) {
+        const unsigned int* a = reinterpret_cast<const unsigned int*>(k0 + 32 * G + 8 * t);
+        const unsigned int* z = reinterpret_cast<const unsigned int*>(k1 + 32 * G + 8 * t);
+        ka[G] = ok0 ? make_uint4(__ldg(a), __ldg(a + 1), 0, 0) : make_uint4(0, 0, 0, 0);
+        kz[G] = ok1 ? make_uint4(__ldg(z), __ldg(z + 1), 0, 0) : make_uint4(0, 0, 0, 0);
+      } else {
+        ka[G] = ok0 ? __ldg(reinterpret_cast<const uint4*>(k0 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
+        kz[G] = ok1 ? __ldg(reinterpret_cast<const uint4*>(k1 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
+      }
+    }
+  };
+  if constexpr (SV) {
+    if (kb < nk) load_k();
+  }
+
+  if constexpr (SV) {  // the split's V rows of this KV head, in flight until the P.V phase
+    constexpr int kPieces = HD * (Q8 ? 1 : 2) / 16;  // 16-byte pieces of a key's row
+    for (int i = static_cast<int>(threadIdx.x); i < nk * kPieces; i += kTcThreads) {
+      const int key = i / kPieces, piece = i % kPieces;
+      cp_async16(v_rows + key * L::kVRow + 16 * piece, vc + key * row_bytes + col_bytes + 16 * piece);
+    }
+    cp_async_commit();
+  }
+
   // ---- q of every pair as f16 hi / lo (zeros for padding pairs)
   for (int i = static_cast<int>(threadIdx.x); i < kPairs * HD / 4; i += kTcThreads) {
     const int pair = i / (HD / 4), d = (i % (HD / 4)) * 4;
@@ -189,27 +264,9 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   __syncthreads();
 
   // ---- scores: warp w's 16 keys (m) against every pair (n), over the head's dims
-  const int kb = warp * 16;
   if (kb < nk) {
     float s[NT][4] = {};  // +0
-    const bool ok0 = kb + g < nk, ok1 = kb + g + 8 < nk;
-    const uint8_t* k0 = kc + static_cast<int64_t>(kb + g) * row_bytes + col_bytes;
-    const uint8_t* k1 = k0 + 8 * row_bytes;
-    // Every load of the warp's keys before the first MMA: one round trip a block, not one a 32 dims.
-    // f16: lane t's 8 values of a 32-dim group (16 bytes); 8-bit: its 8 codes (two words).
-    uint4 ka[kGroups], kz[kGroups];
-#pragma unroll
-    for (int G = 0; G < kGroups; ++G) {
-      if constexpr (Q8) {
-        const unsigned int* a = reinterpret_cast<const unsigned int*>(k0 + 32 * G + 8 * t);
-        const unsigned int* z = reinterpret_cast<const unsigned int*>(k1 + 32 * G + 8 * t);
-        ka[G] = ok0 ? make_uint4(__ldg(a), __ldg(a + 1), 0, 0) : make_uint4(0, 0, 0, 0);
-        kz[G] = ok1 ? make_uint4(__ldg(z), __ldg(z + 1), 0, 0) : make_uint4(0, 0, 0, 0);
-      } else {
-        ka[G] = ok0 ? __ldg(reinterpret_cast<const uint4*>(k0 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
-        kz[G] = ok1 ? __ldg(reinterpret_cast<const uint4*>(k1 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
-      }
-    }
+    if constexpr (!SV) load_k();
 #pragma unroll
     for (int G = 0; G < kGroups; ++G) {
       if constexpr (Q8) {  // codes as f16 in the f16 layout: dims 8t + 2i, 8t + 2i + 1 in word i
@@ -258,30 +315,22 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   static_assert(kPvWarps <= kTcWarps);
   const int base = warp * 16 * MT;
   const int chunks = (nk + 15) / 16;
-  uint32_t v[kChunks][4][MT];  // chunk c, key kk's halves 2j, 2j + 1 in v[c][kk][j]
-  if (warp < kPvWarps) {
-    const uint8_t* vl = vc + col_bytes + (base + 2 * MT * g) * (Q8 ? 1 : 2);
+  const int v_dim_bytes = (base + 2 * MT * g) * (Q8 ? 1 : 2);  // the lane's first dim in a V row
+  auto v_key = [&](int c, int kk) { return 16 * c + 2 * t + (kk & 1) + 8 * (kk >> 1); };
+  uint32_t v[SV ? 1 : kChunks][4][MT];  // !SV: chunk c, key kk's halves 2j, 2j + 1 in v[c][kk][j]
+  if constexpr (!SV) {
+    if (warp < kPvWarps) {
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c)
+      for (int c = 0; c < kChunks; ++c)
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        const int key = 16 * c + 2 * t + (kk & 1) + 8 * (kk >> 1);
-        const uint8_t* src = vl + static_cast<int64_t>(key) * row_bytes;
-        const bool in = key < nk;
-        if constexpr (Q8 && MT == 2) {
-          const uint32_t x = in ? __ldg(reinterpret_cast<const unsigned int*>(src)) : 0u;
-          v[c][kk][0] = codes_f16x2(x, 0);
-          v[c][kk][MT - 1] = codes_f16x2(x, 1);
-        } else if constexpr (Q8) {
-          v[c][kk][0] = codes_f16x2(in ? __ldg(reinterpret_cast<const unsigned short*>(src)) : 0u, 0);
-        } else if constexpr (MT == 2) {
-          const uint2 x = in ? __ldg(reinterpret_cast<const uint2*>(src)) : make_uint2(0, 0);
-          v[c][kk][0] = x.x;
-          v[c][kk][MT - 1] = x.y;
-        } else {
-          v[c][kk][0] = in ? __ldg(reinterpret_cast<const unsigned int*>(src)) : 0u;
+        for (int kk = 0; kk < 4; ++kk) {
+          const int key = v_key(c, kk);
+          load_v_key<Q8, MT, false>(vc + col_bytes + v_dim_bytes + static_cast<int64_t>(key) * row_bytes, key < nk,
+                                    v[c][kk]);
         }
-      }
+    }
+  } else {
+    cp_async_wait<0>();  // this thread's V copies; the barrier below publishes everyone's
   }
   __syncthreads();  // every score written; q is dead, its bytes become p
 
@@ -347,11 +396,22 @@ __global__ void __launch_bounds__(kTcThreads, 2)
           bl[nt][1] = *reinterpret_cast<const uint32_t*>(p_lo + pr * L::kPRow + 16 * c + 2 * t + 8);
         }
       }
+      uint32_t vk[4][MT];  // key kk's halves of the chunk
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        if constexpr (SV) {
+          const int key = v_key(c, kk);
+          load_v_key<Q8, MT, true>(v_rows + key * L::kVRow + v_dim_bytes, key < nk, vk[kk]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < MT; ++j) vk[kk][j] = v[c][kk][j];
+        }
+      }
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
         // a0 = (dim row g: keys 2t, 2t+1), a1 = (row g + 8: same keys), a2 / a3 = keys 2t + 8, 2t + 9.
-        const uint32_t a[4] = {pair_halves(v[c][0][j], v[c][1][j], 0), pair_halves(v[c][0][j], v[c][1][j], 1),
-                               pair_halves(v[c][2][j], v[c][3][j], 0), pair_halves(v[c][2][j], v[c][3][j], 1)};
+        const uint32_t a[4] = {pair_halves(vk[0][j], vk[1][j], 0), pair_halves(vk[0][j], vk[1][j], 1),
+                               pair_halves(vk[2][j], vk[3][j], 0), pair_halves(vk[2][j], vk[3][j], 1)};
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           mma_16816(o[j][nt], a, bh[nt][0], bh[nt][1], o[j][nt]);
@@ -386,13 +446,16 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   }
 }
 
-template <int HD, int NT, bool Q8>
+template <int HD, int NT, bool Q8, bool SV>
 void launch_tc(const AttnTcLaunch& a) {
-  constexpr int bytes = TcLayout<HD, NT>::kBytes;
+  using L = TcLayout<HD, NT, Q8>;
+  constexpr int bytes = SV ? L::kStagedBytes : L::kHeadBytes;
+  // Always opted in: the 48 KiB a launch gets without it counts the static shared memory too (the
+  // 8-bit scales' 4 KiB), so a dynamic size under 48 KiB can still need it (the staged 8-bit form).
   static bool configured = false;  // one device per process (the backend's)
-  if (!configured && bytes > 48 * 1024) {
-    CUDA_CHECK(cudaFuncSetAttribute(attention_tc_split_kernel<HD, NT, Q8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    bytes));
+  if (!configured) {
+    CUDA_CHECK(cudaFuncSetAttribute(attention_tc_split_kernel<HD, NT, Q8, SV>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
   configured = true;
   const int hp = a.s->n_head / a.s->n_head_kv;
@@ -404,7 +467,7 @@ void launch_tc(const AttnTcLaunch& a) {
   MEMRA_ASSERT(blocks >= 1 && blocks <= int64_t{0x7fffffff}, "attention (tensor cores): grid x");
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(a.s->n_head_kv));
-  launch(attention_tc_split_kernel<HD, NT, Q8>, grid,
+  launch(attention_tc_split_kernel<HD, NT, Q8, SV>, grid,
          kTcThreads, bytes, a.stream, a.layer, a.q, *a.step, a.row0, a.rows, a.s->n_head, a.s->n_head_kv,
          a.s->q_head_stride, hp, rows_per_block, static_cast<int>(tiles), a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
@@ -413,8 +476,13 @@ void launch_tc(const AttnTcLaunch& a) {
 template <int HD>
 void launch_tc_hd(const AttnTcLaunch& a) {
   // One n-tile holds a decode row's query heads; prefill blocks take 4 (8 rows at 4 heads a KV head).
-  if (a.step->max_seq_rows > 1) return a.kv_q8 ? launch_tc<HD, 4, true>(a) : launch_tc<HD, 4, false>(a);
-  return a.kv_q8 ? launch_tc<HD, 1, true>(a) : launch_tc<HD, 1, false>(a);
+  if (a.step->max_seq_rows > 1) return a.kv_q8 ? launch_tc<HD, 4, true, false>(a) : launch_tc<HD, 4, false, false>(a);
+  // V is staged by 16-byte copies: rows (and so every key's first byte of the head) on 16-byte
+  // boundaries. Block bases are multiples of the row (kv_blocks.h), and a head's first byte is
+  // HD (8-bit) or 2 HD bytes into it.
+  const int64_t kv_dim = static_cast<int64_t>(a.s->n_head_kv) * HD;
+  if (a.kv_q8) return kv_q8_row_bytes(kv_dim) % 16 == 0 ? launch_tc<HD, 1, true, true>(a) : launch_tc<HD, 1, true, false>(a);
+  return launch_tc<HD, 1, false, true>(a);
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ void kv_append(int layer, const float* k, const float* v, const DeviceStep& step
 // `work` is scratch of attention_work_floats() floats.
 int64_t attention_work_floats(const DeviceStep& host_step_shape, int64_t n_rows, const AttnShape& s);
 // kv_type: F16, or Q8_0 for the 8-bit cache (kv_cache_q8.h; n_head_kv * head_dim % 64 == 0).
-// tensor_cores (MEMRA_CUDA_ATTN_TC): the split step on the tensor cores where
+// tensor_cores (CudaOptions::attn_tc, on): the split step on the tensor cores where
 // attention_tc_supported, the CUDA-core kernel elsewhere; either way one kernel for every row of a
 // shape, prompt or decode, so a row's bits never depend on how its sequence was cut into steps.
 // gate.x set: out[r, h*hd + i] *= sigmoid(gate.x[r*row_stride + h*head_stride + i]) as the rows are
