@@ -98,7 +98,8 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     # 8-bit KV cache at depth.
     [ "$3" = q4_0 ] || { echo >> "$MD"; continue; }
     # Prefill at depth: a 512-row chunk after 16384 positions, where the attention's share of the
-    # prefill is largest (H100, 2026-12-05: ~4,760 tok/s against ~11,000 at depth 0; 9B Q4_0 only).
+    # prefill is largest (H100, 9B Q4_0 only: ~4,760 tok/s with the CUDA-core split kernel, ~7,600 with the
+    # tensor-core one, the default since 2026-12-06, against ~11,000 at depth 0).
     [ "$2" = 9b ] && "$BUILD/memra" bench -m "$f" --device cuda -p 512 -n 0 -d 16384 -r "$REPS" --ctx 20000 \
       --jsonl "$JSONL" | grep -E '^\| [^-]' | grep -v '| model |' | tee -a "$MD"
     # Decode deep in the context (issue 10: within 10% of depth 0), 9B Q4_0.

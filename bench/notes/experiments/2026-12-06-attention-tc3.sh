@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran in session 37 on an H100 (bench/results/2026-12-06-0410-h100-session37.md); the change it measured is on main,
+# the getenv it used for O1 is not (O1 = main b61fea9's kernel).
 # Session 37: the tensor-core split step (MEMRA_CUDA_ATTN_TC=1, k_attention_tc.cu) measured against
 # the CUDA-core one, and its one-n-tile (decode) launches with V staged in shared memory by cp.async
 # at the kernel's start (same values, so the same bits: the cut-invariance test compares a staged
