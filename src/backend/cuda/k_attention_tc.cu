@@ -231,9 +231,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   };
   if constexpr (SV) {
     if (kb < nk) load_k();
-  }
-
-  if constexpr (SV) {  // the split's V rows of this KV head, in flight until the P.V phase
+    // The split's V rows of this KV head, in flight until the P.V phase.
     constexpr int kPieces = HD * (Q8 ? 1 : 2) / 16;  // 16-byte pieces of a key's row
     for (int i = static_cast<int>(threadIdx.x); i < nk * kPieces; i += kTcThreads) {
       const int key = i / kPieces, piece = i % kPieces;
