@@ -475,9 +475,13 @@ void launch_group(const LaunchArgs& a, int64_t row0, int64_t rows) {
     CUDA_LAUNCH_CHECK();
   }
   // Batches of 8 cost registers (80 a thread, 3 blocks an SM, against 32 and 8 unbatched): only
-  // for rows of more than two splits a thread.
-  auto* combine =
-      a.max_splits > 2 * combine_parts<HD>() ? attention_combine_kernel<HD, 8> : attention_combine_kernel<HD, 1>;
+  // for rows of more than two splits a thread. Batches of 16 (128 registers) for more than 16 a
+  // thread (over 8,192 keys at head 256; 9B B = 1 @ d32000 +0.3-0.8% on an H100, f16 and 8-bit
+  // caches, same bits: bench/results/2026-12-06-0700-h100-session38.md).
+  const int per_thread = (a.max_splits + combine_parts<HD>() - 1) / combine_parts<HD>();
+  auto* combine = per_thread > 16  ? attention_combine_kernel<HD, 16>
+                  : per_thread > 2 ? attention_combine_kernel<HD, 8>
+                                   : attention_combine_kernel<HD, 1>;
   launch(combine, static_cast<unsigned>(rows * a.s->n_head), kCombineThreads, 0, a.stream, *a.step, row0, a.s->n_head,
          a.max_splits, a.part_o, a.part_ml, a.out, a.gate);
   CUDA_LAUNCH_CHECK();

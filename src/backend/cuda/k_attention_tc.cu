@@ -154,12 +154,18 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   const int g = lane / 4, t = lane % 4;
-  const int64_t bx = blockIdx.x;
+  // The KV heads of one split are adjacent in launch order, so the blocks reading the head slices
+  // of the same cache rows run at the same time (9B, H100: +1% at depth 4096 B = 1 and pp512 @ d16384
+  // against every split of head 0 first; bench/results/2026-12-06-0700-h100-session38.md).
+  const int kvh = static_cast<int>(blockIdx.x % n_head_kv);
+  const int64_t bx = blockIdx.x / n_head_kv;
   const int tile = static_cast<int>(bx % tiles);
   const int64_t seq_split = bx / tiles;
   const int split = static_cast<int>(seq_split % max_splits);
   const int seq = static_cast<int>(seq_split / max_splits);
-  const int kvh = static_cast<int>(blockIdx.y);
+  // The sequence's block table for the layer, read alongside its rows (it depends on neither); its
+  // entry for this split is read once the split is known to hold keys of the block's rows.
+  uint8_t* const* const kv_table = step.kv_blocks[static_cast<int64_t>(layer) * step.n_seqs + seq];
   // The block's rows: R = rows_per_block consecutive rows of the sequence inside the launch group
   // (tiles counted from the first such row: which rows share a block never changes a row's bits).
   const int64_t srow0 = step.seq_row0[seq];
@@ -195,7 +201,7 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   // A row of the block: kv_dim f16 values, or kv_dim int8 codes then kv_dim / 32 f16 scales.
   const int64_t row_bytes = Q8 ? kv_q8_row_bytes(kv_dim) : 2 * kv_dim;
   const int64_t col_bytes = static_cast<int64_t>(kvh) * HD * (Q8 ? 1 : 2);  // the head's first value
-  const uint8_t* kc = step.kv_blocks[static_cast<int64_t>(layer) * step.n_seqs + seq][split];
+  const uint8_t* kc = kv_table[split];
   const uint8_t* vc = kc + int64_t{kTcSplit} * row_bytes;
   if constexpr (Q8) {
     for (int i = static_cast<int>(threadIdx.x); i < kTcSplit * kGroups; i += kTcThreads) {
@@ -461,10 +467,10 @@ void launch_tc(const AttnTcLaunch& a) {
   // Tiles a sequence needs within the launch group [row0, row0 + rows).
   const int64_t seq_rows = std::min<int64_t>(a.step->max_seq_rows, a.rows);
   const int64_t tiles = (seq_rows + rows_per_block - 1) / rows_per_block;
-  const int64_t blocks = tiles * a.step->n_seqs * a.max_splits;
+  const int64_t blocks = tiles * a.step->n_seqs * a.max_splits * a.s->n_head_kv;
   MEMRA_ASSERT(blocks >= 1 && blocks <= int64_t{0x7fffffff}, "attention (tensor cores): grid x");
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
-  const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(a.s->n_head_kv));
+  const dim3 grid(static_cast<unsigned>(blocks));
   launch(attention_tc_split_kernel<HD, NT, Q8, SV>, grid,
          kTcThreads, bytes, a.stream, a.layer, a.q, *a.step, a.row0, a.rows, a.s->n_head, a.s->n_head_kv,
          a.s->q_head_stride, hp, rows_per_block, static_cast<int>(tiles), a.max_splits, scale, a.part_o, a.part_ml);
