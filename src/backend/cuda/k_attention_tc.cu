@@ -157,8 +157,8 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   // The KV heads of one split are adjacent in launch order, so the blocks reading the head slices
   // of the same cache rows run at the same time (9B, H100: +1% at depth 4096 B = 1 and pp512 @ d16384
   // against every split of head 0 first; bench/results/2026-12-06-0700-h100-session38.md).
-  const int kvh = static_cast<int>(blockIdx.x % n_head_kv);
-  const int64_t bx = blockIdx.x / n_head_kv;
+  const int kvh = static_cast<int>(blockIdx.x % static_cast<unsigned>(n_head_kv));
+  const unsigned bx = blockIdx.x / static_cast<unsigned>(n_head_kv);
   const int tile = static_cast<int>(bx % tiles);
   const int64_t seq_split = bx / tiles;
   const int split = static_cast<int>(seq_split % max_splits);
