@@ -128,8 +128,10 @@ enum class GpuPath { Pieces, PiecesGated, Block };
 // One model shape, a list of sequences with caches on both backends, and steps over them.
 class AttentionRig {
  public:
-  AttentionRig(Backend& gpu, const Dims& d, double tol = kAttnTol, GpuPath path = GpuPath::Pieces)
+  AttentionRig(Backend& gpu, const Dims& d, double tol = kAttnTol, GpuPath path = GpuPath::Pieces,
+               int32_t max_ctx = kMaxCtx)
       : path_(path),
+        max_ctx_(max_ctx),
         tol_(tol),
         d_(d),
         cfg_(make_config(d)),
@@ -155,8 +157,8 @@ class AttentionRig {
   // K/V rows are returned through k_hist / v_hist when given.
   int add_sequence(int32_t depth, uint64_t seed, std::vector<float>* k_hist = nullptr,
                    std::vector<float>* v_hist = nullptr) {
-    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_.cache_shape(cpu_->kv_type()), kMaxCtx));
-    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_.cache_shape(gpu_.kv_type()), kMaxCtx));
+    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_.cache_shape(cpu_->kv_type()), max_ctx_));
+    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_.cache_shape(gpu_.kv_type()), max_ctx_));
     SequenceCache& c = *cpu_seqs_.back();
     SequenceCache& g = *gpu_seqs_.back();
     if (k_hist) k_hist->clear();
@@ -184,6 +186,32 @@ class AttentionRig {
       c.advance(n);
       g.advance(n);
     }
+    return static_cast<int>(gpu_seqs_.size()) - 1;
+  }
+
+  // A new sequence whose `depth` positions of history are written into both caches directly
+  // (N(0,1) K / V rows, f32 on the CPU, rounded to f16 on the GPU: an f16 GPU cache only), not
+  // appended by attention steps: deep rows at the cost of the copies.
+  int add_sequence_written(int32_t depth, uint64_t seed) {
+    MEMRA_ASSERT(gpu_.kv_type() == GgmlType::F16 && cpu_->kv_type() == GgmlType::F32);
+    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_.cache_shape(cpu_->kv_type()), max_ctx_));
+    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_.cache_shape(gpu_.kv_type()), max_ctx_));
+    SequenceCache& c = *cpu_seqs_.back();
+    SequenceCache& g = *gpu_seqs_.back();
+    c.reserve(depth);
+    g.reserve(depth);
+    for (const bool v : {false, true}) {
+      for (int32_t t = 0; t < depth; t += kKvBlock) {  // one block's rows are adjacent
+        const int32_t n = std::min(kKvBlock, depth - t);
+        const auto x = test::normal_floats(static_cast<size_t>(n * kv_dim()), 1.0f, seed * 7919 + 2 * t + v);
+        std::vector<uint16_t> h(x.size());
+        for (size_t i = 0; i < x.size(); ++i) h[i] = quant::f32_to_f16(x[i]);
+        cpu_->to_device(c.kv_row(kLayer, t, v), x.data(), x.size() * sizeof(float));
+        gpu_.to_device(g.kv_row(kLayer, t, v), h.data(), h.size() * sizeof(uint16_t));
+      }
+    }
+    c.advance(depth);
+    g.advance(depth);
     return static_cast<int>(gpu_seqs_.size()) - 1;
   }
 
@@ -276,6 +304,7 @@ class AttentionRig {
   }
 
   GpuPath path_;
+  int32_t max_ctx_;
   double tol_;  // per (row, head) relative L2 against the CPU
   Dims d_;
   ModelConfig cfg_;  // before the caches, which keep a reference to it
@@ -485,6 +514,22 @@ TEST(GpuAttentionTc, UnsupportedShapeRunsTheCudaCoreKernel) {
   a.expect_close(x, "CUDA-core kernel vs CPU");
   ASSERT_EQ(x.gpu.size(), y.gpu.size());
   EXPECT_EQ(std::memcmp(x.gpu.data(), y.gpu.data(), x.gpu.size() * sizeof(float)), 0);
+}
+
+// Rows twice as deep as the other tests' (66,000 keys: 516 splits, more than two a merge thread
+// and more than the merge's 256 threads), decode and prompt rows beside a short sequence, against
+// the CPU: Qwen3.5's contexts reach 262,144 keys.
+TEST(GpuAttentionLongRow, MergeOverSeveralChunksMatchesCpu) {
+  MEMRA_GPU_OR_SKIP(probe);
+  constexpr int32_t kDepth = 66000;
+  for (const bool tc : {false, true}) {
+    auto gpu = gpu_with_kv(GgmlType::F16, tc);
+    AttentionRig rig(*gpu, kTiny, kAttnTol, GpuPath::Pieces, kDepth + 16);
+    const int deep = rig.add_sequence_written(kDepth, 77), shallow = rig.add_sequence_written(300, 78);
+    const std::string kernel = tc ? " (tensor-core split kernel)" : " (CUDA-core split kernel)";
+    rig.expect_close(rig.step({{shallow, 1}, {deep, 1}}, 79, true), "decode at depth 66000" + kernel);
+    rig.expect_close(rig.step({{deep, 3}}, 80, true), "3 prompt rows at depth 66001" + kernel);
+  }
 }
 
 // ---- speed ----

@@ -225,10 +225,22 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 #pragma unroll
     for (int G = 0; G < kGroups; ++G) {
       if constexpr (Q8) {
-        const unsigned int* a = reinterpret_cast<const unsigned int*>(k0 + 32 * G + 8 * t);
-        const unsigned int* z = reinterpret_cast<const unsigned int*>(k1 + 32 * G + 8 * t);
-        ka[G] = ok0 ? make_uint4(__ldg(a), __ldg(a + 1), 0, 0) : make_uint4(0, 0, 0, 0);
-        kz[G] = ok1 ? make_uint4(__ldg(z), __ldg(z + 1), 0, 0) : make_uint4(0, 0, 0, 0);
+        // Staged-V blocks (rows of 16-byte multiples): one 8-byte load a lane, not two 4-byte
+        // loads that each touch the same 8 sectors of the warp's rows (Nsight at depth 32000
+        // counted 45% of this kernel's global sector requests as excess). Same values; H100, 9B
+        // Q4_0, 8-bit cache: tg32 B = 1 @ d32000 331.7 / 330.8 -> 332.4 / 332.8 tok/s, B = 64 @
+        // d4096 5,137 -> 5,169 (bench/results/2026-12-06-0840-h100-s39-merge-kwords.log).
+        if constexpr (SV) {
+          const uint2 a = ok0 ? __ldg(reinterpret_cast<const uint2*>(k0 + 32 * G + 8 * t)) : make_uint2(0, 0);
+          const uint2 z = ok1 ? __ldg(reinterpret_cast<const uint2*>(k1 + 32 * G + 8 * t)) : make_uint2(0, 0);
+          ka[G] = make_uint4(a.x, a.y, 0, 0);
+          kz[G] = make_uint4(z.x, z.y, 0, 0);
+        } else {
+          const unsigned int* a = reinterpret_cast<const unsigned int*>(k0 + 32 * G + 8 * t);
+          const unsigned int* z = reinterpret_cast<const unsigned int*>(k1 + 32 * G + 8 * t);
+          ka[G] = ok0 ? make_uint4(__ldg(a), __ldg(a + 1), 0, 0) : make_uint4(0, 0, 0, 0);
+          kz[G] = ok1 ? make_uint4(__ldg(z), __ldg(z + 1), 0, 0) : make_uint4(0, 0, 0, 0);
+        }
       } else {
         ka[G] = ok0 ? __ldg(reinterpret_cast<const uint4*>(k0 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
         kz[G] = ok1 ? __ldg(reinterpret_cast<const uint4*>(k1 + 2 * (32 * G + 8 * t))) : make_uint4(0, 0, 0, 0);
