@@ -186,7 +186,9 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
   return false;
 }
 
-void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream) {
+// grid_z: the launch's grid z (1; grouped launches: their slots, or their block list's entries).
+void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream,
+         int grid_z = 1) {
   args.segs = k_segments(args.n_kt);
   args.n_targets = n;
   {
@@ -214,6 +216,9 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
   }
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
   Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0, type);
+  MEMRA_ASSERT(!args.tiles || 8 * c.nt == args.tile_rows,
+               "matmul_grouped: a block list of {}-row tiles for a launch of {}-row tiles", args.tile_rows,
+               8 * c.nt);
   // A block stages every row its n-tiles cover: a grouped launch's group may hold more rows than
   // the shape was chosen for (the emulation's 8-n-tile shape for a 16-row choice read past the
   // staged rows).
@@ -237,6 +242,7 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
   // 485 us), for 4.2 rounds of work; spanning tiles make it 33 tiles, 528 blocks, 4 rounds. With
   // the 12-warp blocks, pp512 9,906 / 9,905 -> 10,680 / 10,637 tok/s against main before both
   // (the 12-warp blocks alone, another call: +6.6%); decode B = 1 / 16 / 64 within noise, same bits.
+  args.groups = grid_z;
   const int mt_rows = args.swiglu ? c.mt / 2 : c.mt;
   const int64_t per_tile = static_cast<int64_t>(c.warps) * mt_rows;
   args.tile_begin[0] = 0;
@@ -338,9 +344,20 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
   a.shared_w = shared ? shared->data : nullptr;
   a.shared_up = shared_up ? shared_up->data : nullptr;
   a.groups = g.groups;
+  if (g.tiles) {  // grid z: the block list's entries instead of slots x row tiles
+    MEMRA_ASSERT(g.n_tiles >= 1 && g.tile_rows >= 8);
+    a.tiles = g.tiles;
+    a.tile_slots = g.groups;
+    a.tile_rows = g.tile_rows;
+  }
   // The warps choice counts every group's rows as if all groups were full.
   const int64_t groups[1] = {w.n_rg};
-  run(a, w.type, w.n_rg * g.groups, groups, 1, stream);
+  run(a, w.type, w.n_rg * g.groups, groups, 1, stream, g.tiles ? g.n_tiles : g.groups);
+}
+
+int grouped_tile_rows(const DevWeight& w, bool swiglu, int groups, int64_t max_rows) {
+  // run()'s choice for matmul_grouped's launch (never the streaming kernel: it takes no groups).
+  return 8 * pick_config(std::min<int64_t>(max_rows, 16), w.n_rg * groups, k_segments(w.n_kt), swiglu, w.type).nt;
 }
 
 }  // namespace memra::cuda

@@ -45,6 +45,9 @@ __device__ __forceinline__ int warp_inclusive_scan(int v) {
 // 8 rows a block, was 12.9 us a launch at B = 1: H200, 35B-A3B, 2026-12-03.)
 // Then the last block to finish groups every row's selections by expert (increasing id; within
 // an expert, in selection order), writing the group tables and each selection's grouped row.
+// LISTS: and the grouped launches' block lists (a separate instantiation, so steps without lists
+// run the kernel as it was measured before them).
+template <bool LISTS>
 __global__ void __launch_bounds__(kRouteThreads)
     route_group_kernel(const float* __restrict__ logits, int64_t rows, int n_expert, int k, int norm_topk,
                        MoeRouting r) {
@@ -175,6 +178,7 @@ __global__ void __launch_bounds__(kRouteThreads)
     at += s_warp_rows[w];
     z += s_warp_used[w];
   }
+  const int z_first = z;  // the slot of this thread's first used expert
   for (int e = e0; e < e1; ++e) {
     off[e] = at;
     if (count[e] > 0) {
@@ -195,6 +199,35 @@ __global__ void __launch_bounds__(kRouteThreads)
     }
   }
   for (int64_t i = tid; i < r.shared_rows; i += n_threads) r.act_row[n_sel + i] = static_cast<int32_t>(i);
+  // The grouped launches' block lists (GroupTiles): the shared slot's tiles, then each used slot's
+  // ceil(rows / R) tiles in slot order (a scan over this thread's run of experts, as above).
+  const int slots = r.groups + (r.shared_rows > 0 ? 1 : 0);
+  for (int list = 0; list < (LISTS ? 2 : 0); ++list) {
+    const GroupTiles& gt = r.tiles[list];
+    if (gt.rows == 0) continue;  // uniform
+    const int R = gt.rows;
+    const int shared_tiles = static_cast<int>((r.shared_rows + R - 1) / R);
+    int run_tiles = 0;
+    for (int e = e0; e < e1; ++e) run_tiles += (count[e] + R - 1) / R;
+    const int inc_tiles = warp_inclusive_scan(run_tiles);
+    __syncthreads();  // s_warp_rows is read above (and by the previous list)
+    if (lane == kWarp - 1) s_warp_rows[warp] = inc_tiles;
+    __syncthreads();
+    int at_tile = shared_tiles + inc_tiles - run_tiles, total = shared_tiles;
+    for (int w = 0; w < n_warps; ++w) {
+      if (w < warp) at_tile += s_warp_rows[w];
+      total += s_warp_rows[w];
+    }
+    int zz = z_first;
+    for (int e = e0; e < e1; ++e) {
+      if (count[e] == 0) continue;
+      const int n_tiles = (count[e] + R - 1) / R;
+      for (int xt = 0; xt < n_tiles; ++xt) gt.tile[at_tile++] = xt * slots + zz;
+      ++zz;
+    }
+    for (int i = tid; i < shared_tiles; i += n_threads) gt.tile[i] = i * slots + r.groups;
+    for (int i = total + tid; i < gt.capacity; i += n_threads) gt.tile[i] = -1;
+  }
   // Positions: warp 0 walks the rows in order, lane i taking a row's selection i; a row's experts
   // are distinct, so its lanes advance distinct offsets. Chunks of rows staged in shared memory.
   const int64_t chunk_rows = max(1, kGroupChunk / k);
@@ -241,6 +274,11 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
   MEMRA_ASSERT(n_expert >= 1 && k >= 1 && k <= kMaxExpertsUsed && k <= n_expert && n_expert <= kMaxExperts);
   MEMRA_ASSERT(r.groups == static_cast<int>(std::min<int64_t>(rows * k, n_expert)));
   MEMRA_ASSERT(r.shared_rows == 0 || r.shared_rows == rows);
+  for (const GroupTiles& gt : r.tiles)  // room for every block (the bound in kernels.h)
+    MEMRA_ASSERT(gt.rows == 0 || (gt.rows > 0 && gt.tile &&
+                                  gt.capacity >= (r.shared_rows + gt.rows - 1) / gt.rows +
+                                                     (rows * k + gt.rows - 1) / gt.rows + r.groups),
+                 "moe_route: a block list of {} entries", gt.capacity);
   static_assert(kMaxExpertsUsed <= kRouteThreads, "a thread writes each selection's weight");
   if (rows == 0) return;
   // The routing's scratch: p and the candidates (20 bytes an expert); the grouping reuses it for
@@ -248,14 +286,15 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
   const size_t route_smem = static_cast<size_t>(n_expert) * (2 * sizeof(unsigned long long) + sizeof(int));
   const size_t group_smem = (static_cast<size_t>(n_expert) * 2 + kGroupChunk) * sizeof(int32_t);
   const size_t smem = std::max(route_smem, group_smem);
-  static size_t configured = 48 << 10;
-  if (smem > configured) {
-    CUDA_CHECK(cudaFuncSetAttribute(route_group_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(smem)));
-    configured = smem;
+  const bool lists = r.tiles[0].rows > 0 || r.tiles[1].rows > 0;
+  auto* kernel = lists ? route_group_kernel<true> : route_group_kernel<false>;
+  static size_t configured[2] = {48 << 10, 48 << 10};
+  if (smem > configured[lists]) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    configured[lists] = smem;
   }
-  launch(route_group_kernel, static_cast<unsigned>(rows), kRouteThreads, smem, stream, logits, rows, n_expert, k,
-         norm_topk ? 1 : 0, r);
+  launch(kernel, static_cast<unsigned>(rows), kRouteThreads, smem, stream, logits, rows, n_expert, k, norm_topk ? 1 : 0,
+         r);
   CUDA_LAUNCH_CHECK();
 }
 

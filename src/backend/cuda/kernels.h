@@ -63,7 +63,15 @@ struct GroupedRows {
   const int32_t* act_row = nullptr;
   int groups = 0;        // group slots (an upper bound on the groups used)
   int64_t max_rows = 0;  // an upper bound on the rows of one group
+  // The launch's block list (GroupTiles, written by moe_route), or null: a block for every slot
+  // and every tile_rows rows of max_rows, most of them empty at B = 32-64 and in prefill.
+  const int32_t* tiles = nullptr;
+  int tile_rows = 0;  // grouped_tile_rows() of this launch
+  int n_tiles = 0;    // entries of `tiles`
 };
+// Rows one block of matmul_grouped covers (8 times its shape's n-tiles): what a block list for
+// that launch (GroupTiles::rows) must be built with.
+int grouped_tile_rows(const DevWeight& w, bool swiglu, int groups, int64_t max_rows);
 // out[i, j] = x[act_row[i], :] . W[grp_expert[z]][j, :] for each grouped row i of slot z; with
 // `up`, out[i, j] = silu(that) * (x . up[grp_expert[z]][j, :]). The bits of matmul() on that row.
 // `shared` / `shared_up`: the matrices of slot -1 (w's type and geometry), or null.
@@ -78,6 +86,16 @@ void set_stream_parts(int parts);
 // Device buffers of one layer's routing: per row the k selected experts and their weights (rank
 // order), each selection's grouped row, and the GroupedRows tables (groups = min(rows * k,
 // n_expert) slots).
+// A grouped launch's blocks, listed by moe_route: entry i (grid z = i) is slot z and row tile xt as
+// xt * slots + z (slots = groups, + 1 with the shared slot), -1 past the last. The shared slot's
+// tiles come first (its blocks have the most rows: launched first, they do not trail), then each
+// used slot's, in slot order; empty slots have none. With R = rows: capacity >= ceil(shared_rows /
+// R) + ceil(selections / R) + groups (a used slot's last tile is its only partial one).
+struct GroupTiles {
+  int32_t* tile = nullptr;
+  int rows = 0;  // rows a block covers (grouped_tile_rows); 0: no list
+  int capacity = 0;
+};
 struct MoeRouting {
   int32_t* sel = nullptr;       // rows * k
   float* weight = nullptr;      // rows * k
@@ -89,6 +107,7 @@ struct MoeRouting {
   // > 0 (= rows): one more slot, `groups`, for the shared expert (grp_expert -1) over grouped rows
   // rows * k .. rows * k + rows, row i reading row i (grp_off and grp_expert one entry longer).
   int64_t shared_rows = 0;
+  GroupTiles tiles[2];  // the block lists of the gate+up and the down launches
 };
 // Per row: softmax over the router logits in float64, the top k (ties: the lowest expert id),
 // weights renormalised to sum 1 when norm_topk; then the selections grouped by expert.

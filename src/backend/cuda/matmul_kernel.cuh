@@ -60,7 +60,12 @@ struct Args {
   size_t mat_stride;
   const uint8_t* shared_w;   // grp_expert -1: the shared expert's matrices
   const uint8_t* shared_up;
-  int groups;  // grid z: group slots (1 without groups)
+  int groups;  // grid z: group slots (1 without groups), or the entries of `tiles`
+  // With a block list (GroupTiles): block z takes entry tiles[z] = xt * tile_slots + slot (-1:
+  // none), its slot's row tile xt; grid x is 1.
+  const int32_t* tiles;
+  int tile_slots;
+  int tile_rows;  // rows a listed tile covers: the launch's 8 NT (checked by run())
   // The streaming kernel (matmul_stream_kernel.cuh): row groups a block owns at a time, the
   // number of such sets, and the depth of each warp's copy ring.
   int set_rgs;
@@ -109,7 +114,7 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
   while (e + 1 < a.n_targets && rgg >= a.tile_begin[e + 1]) ++e;
   const Target& tg = a.t[e];
   const int rg0 = rgg - a.tile_begin[e];
-  const int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
+  int64_t n8_0 = static_cast<int64_t>(blockIdx.x) * NT;  // first n-tile of the CTA
 
   // The group: its rows and matrix. The tables come from the kernel before (routing), so a
   // grouped launch reads them, and only then its weights, after the wait.
@@ -118,7 +123,13 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
   const uint8_t *wbase = tg.w, *ubase = tg.up;
   if (grouped) {
     pdl_wait();
-    const int z = static_cast<int>(blockIdx.z);
+    int z = static_cast<int>(blockIdx.z);
+    if (a.tiles) {
+      const int32_t entry = a.tiles[z];
+      if (entry < 0) return;  // past the list: the whole cluster (same z) leaves together
+      z = entry % a.tile_slots;
+      n8_0 = static_cast<int64_t>(entry / a.tile_slots) * NT;
+    }
     row0 = a.grp_off[z];
     rows = a.grp_off[z + 1] - row0;
     if (rows <= n8_0 * 8) return;  // the whole cluster (same x and z) leaves together
@@ -405,7 +416,7 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     configured = smem;
   }
-  const int64_t seq_tiles = (args.rows + 8 * NT - 1) / (8 * NT);
+  const int64_t seq_tiles = args.tiles ? 1 : (args.rows + 8 * NT - 1) / (8 * NT);
   const int64_t grid_y = row_tiles * args.segs;
   MEMRA_ASSERT(seq_tiles <= 0x7fffffff && grid_y <= 65535, "matmul: launch too large ({} x {} blocks)", seq_tiles,
                grid_y);
