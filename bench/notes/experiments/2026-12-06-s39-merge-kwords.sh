@@ -2,7 +2,7 @@
 # Session 39: main (fa564e5, M) against the experiment build (X): the attention merge taking each
 # split's weight exp(m_j - m) once a block into shared memory (Nsight: the merge was issue-bound,
 # ~35 instructions a split in every thread; same order, same bits) and the 8-bit staged decode
-# kernel's K as one 8-byte load a lane (2026-12-07-q8-k-words.patch). Neither changes a value:
+# kernel's K as one 8-byte load a lane (landed in cfba02f; the patch file was removed then). Neither changes a value:
 # decode logits over 1,301 steps must be cmp-identical, f16 and 8-bit caches.
 # Carry [".gpu/bundle.tar.xz", ".gpu/exp.xz"].
 set -u
