@@ -111,5 +111,23 @@ TEST(DemoModel, RunCommandPrintsReferenceText) {
   }
 }
 
+// `memra bench --deep`: each batch's first sequence starts deeper than the others (mixed depths),
+// still exact batched vs alone (--verify-exact fails the command otherwise, which prints no rows
+// after the failure); --deep with --grammar is refused with a message.
+TEST(DemoModel, BenchDeepStartsTheFirstSequenceDeeper) {
+  const std::string out = run_command(test::memra_binary() +
+                                      " bench --device cpu -p 0 -n 3 -b 1,3 -d 8 --deep 24 -r 1 --verify-exact "
+                                      "2>&1; echo rc=$?");
+  EXPECT_NE(out.find("prefilling 1 context of 24 tokens (--deep)"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tg3 (first @ d24) @ d8 | 1 |"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tg3 (first @ d24) @ d8 | 3 |"), std::string::npos) << out;
+  EXPECT_NE(out.find("verify-exact B=3 depth 8: 0 of 3 sequences differ"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=0"), std::string::npos) << out;
+  const std::string bad =
+      run_command(test::memra_binary() + " bench --device cpu -p 0 -n 2 --deep 4 --grammar /nonexistent 2>&1; echo rc=$?");
+  EXPECT_NE(bad.find("--deep and --grammar cannot be combined"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find("rc=0"), std::string::npos) << bad;
+}
+
 }  // namespace
 }  // namespace memra

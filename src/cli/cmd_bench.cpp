@@ -50,6 +50,7 @@ struct Args {
   std::string jsonl;
   bool verify_exact = false;
   std::string grammar_file;
+  int deep = 0;  // > 0: a generation batch's first sequence starts this deep instead of at -d
 };
 
 // Distinct prefilled contexts a generation test draws its sequences from (sequence b starts from
@@ -123,7 +124,9 @@ void run(const Args& a) {
   auto engine = open_engine(a.engine);
   Engine& e = *engine;
   const ModelConfig& c = e.config();
-  const int32_t max_ctx = *std::max_element(a.depths.begin(), a.depths.end()) + std::max(a.n_prompt, a.n_gen) + 8;
+  if (a.deep > 0 && !a.grammar_file.empty()) fail("--deep and --grammar cannot be combined: run them separately");
+  const int32_t max_ctx = std::max(*std::max_element(a.depths.begin(), a.depths.end()), a.deep) +
+                          std::max(a.n_prompt, a.n_gen) + 8;
   if (max_ctx > e.ctx()) fail("depth + tokens ({}) exceed the context {} (raise --ctx)", max_ctx, e.ctx());
   const double bw = e.backend().measure_read_bandwidth();
   const std::string type = model_type_name(e);
@@ -157,7 +160,7 @@ void run(const Args& a) {
                         {"test", test}, {"depth", depth}, {"batch", batch}, {"tps_median", tps.median},
                         {"tps_stddev", tps.stddev}, {"step_ms", step_ms}, {"floor_ms", floor_ms},
                         {"frac_floor", floor_ms > 0 ? floor_ms / step_ms : 0.0}, {"read_bw_Bps", bw},
-                        {"reps", a.reps}, {"commit", git_commit()}};
+                        {"reps", a.reps}, {"deep", a.deep}, {"commit", git_commit()}};
     if (a.jsonl == "-") std::fprintf(stderr, "%s\n", j.dump().c_str());
     else if (jsonl_file) jsonl_file << j.dump() << "\n";
   };
@@ -205,8 +208,20 @@ void run(const Args& a) {
         e.prefill(*bases.back(), random_tokens(depth), nullptr);
       }
     }
+    // --deep: one context of that many tokens for each batch's first sequence (a long conversation
+    // among short ones: every other sequence's attention has far fewer keys).
+    std::unique_ptr<SequenceCache> deep_base;
+    if (a.deep > 0) {
+      std::fprintf(stderr, "memra bench: prefilling 1 context of %d tokens (--deep)\n", a.deep);
+      deep_base = e.new_sequence();
+      e.prefill(*deep_base, random_tokens(a.deep), nullptr);
+    }
     auto start_sequence = [&](int b) {
       auto seq = e.new_sequence();
+      if (b == 0 && deep_base) {
+        seq->copy_from(*deep_base, /*share_kv=*/false);
+        return seq;
+      }
       // KV copied, not shared (step/kv_blocks.h): every sequence must stream KV of its own, as
       // distinct requests do, or the measured decode would read shared blocks from cache.
       if (!bases.empty()) seq->copy_from(*bases[static_cast<size_t>(b) % bases.size()], /*share_kv=*/false);
@@ -227,7 +242,8 @@ void run(const Args& a) {
           streams[b] = {tokens.back()};
         }
         step_bytes = static_cast<double>(e.model().decode_weight_bytes()) +
-                     batch * sequence_step_bytes(c, *seqs[0], depth + a.n_gen / 2.0);
+                     (batch - (deep_base ? 1 : 0)) * sequence_step_bytes(c, *seqs[0], depth + a.n_gen / 2.0) +
+                     (deep_base ? sequence_step_bytes(c, *seqs[0], a.deep + a.n_gen / 2.0) : 0.0);
         const std::vector<RowSampling> greedy(static_cast<size_t>(batch), greedy_row());
         StepOutput out;
         for (int w = 0; w < 2; ++w) {  // warm-up steps (graph capture, caches)
@@ -269,7 +285,8 @@ void run(const Args& a) {
       Stats s = stats(tps);
       const double step_ms = 1e3 * batch / s.median;
       const double floor_ms = bw > 0 ? 1e3 * step_bytes / bw : 0;
-      emit(fmt::format("tg{}", a.n_gen), depth, batch, s, step_ms, floor_ms);
+      emit(a.deep > 0 ? fmt::format("tg{} (first @ d{})", a.n_gen, a.deep) : fmt::format("tg{}", a.n_gen), depth, batch,
+           s, step_ms, floor_ms);
       if (!grammar_g) continue;
       for (const bool real : {false, true}) {
         std::vector<double> tps_c, host_ms;
@@ -350,6 +367,10 @@ CommandRegistrar reg("bench", [](CLI::App& app) {
   cmd->add_option("-r,--reps", args->reps, "repetitions (median and stddev are reported)")->check(CLI::Range(1, 1000));
   cmd->add_flag("--verify-exact", args->verify_exact,
                 "re-run each sequence of a batch alone and fail if any token differs");
+  cmd->add_option("--deep", args->deep,
+                  "tg: the first sequence of each batch starts this many tokens deep, the others at -d (mixed "
+                  "depths, as in serving; 0: every sequence at -d)")
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--jsonl", args->jsonl, "append one JSON object per result to this file ('-': stderr)");
   cmd->add_option("--grammar", args->grammar_file,
                   "also run tg with every row constrained by this JSON Schema (or GBNF) file, and with an all-allowed "

@@ -716,10 +716,12 @@ void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_
   for (int list = 0; list < 2; ++list) {
     const DevWeight& w = list == 0 ? dev_weight(m.gate_exps) : dev_weight(m.down_exps);
     const int tile_rows = cuda::grouped_tile_rows(w, list == 0, slots, rows);
-    if (rows <= tile_rows) continue;
+    const int64_t capacity = (shared_rows + tile_rows - 1) / tile_rows + (n_sel + tile_rows - 1) / tile_rows + r.groups;
+    // (A list longer than grid z's 65,535 blocks, a prompt chunk of over ~130k rows, keeps the grid.)
+    if (rows <= tile_rows || capacity > 65535) continue;
     GroupTiles& gt = r.tiles[list];
     gt.rows = tile_rows;
-    gt.capacity = static_cast<int>((shared_rows + gt.rows - 1) / gt.rows + (n_sel + gt.rows - 1) / gt.rows + r.groups);
+    gt.capacity = static_cast<int>(capacity);
     gt.tile = ints(gt.capacity);
   }
   {

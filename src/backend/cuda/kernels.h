@@ -83,9 +83,6 @@ void set_pdl_enabled(bool on);
 void set_stream_parts(int parts);
 
 // ---- mixture of experts (k_moe.cu) ----
-// Device buffers of one layer's routing: per row the k selected experts and their weights (rank
-// order), each selection's grouped row, and the GroupedRows tables (groups = min(rows * k,
-// n_expert) slots).
 // A grouped launch's blocks, listed by moe_route: entry i (grid z = i) is slot z and row tile xt as
 // xt * slots + z (slots = groups, + 1 with the shared slot), -1 past the last. The shared slot's
 // tiles come first (its blocks have the most rows: launched first, they do not trail), then each
@@ -96,6 +93,9 @@ struct GroupTiles {
   int rows = 0;  // rows a block covers (grouped_tile_rows); 0: no list
   int capacity = 0;
 };
+// Device buffers of one layer's routing: per row the k selected experts and their weights (rank
+// order), each selection's grouped row, and the GroupedRows tables (groups = min(rows * k,
+// n_expert) slots).
 struct MoeRouting {
   int32_t* sel = nullptr;       // rows * k
   float* weight = nullptr;      // rows * k
