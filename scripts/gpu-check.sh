@@ -4,7 +4,7 @@
 #   scripts/gpu-check.sh            # tests + standard benchmarks
 #   scripts/gpu-check.sh tests      # GPU tests only
 #   scripts/gpu-check.sh bench      # single-sequence benchmarks only
-#   scripts/gpu-check.sh batch      # batched decode B = 1..64 at depth 512 and 4096, --verify-exact
+#   scripts/gpu-check.sh batch      # batched decode B = 1..64 at depth 512 and 4096, mixed depths (--deep), --verify-exact
 #   scripts/gpu-check.sh serve      # memra serve at concurrency 1, 8, 32, 64 (tests/e2e/serve_bench.py)
 #   scripts/gpu-check.sh kernels    # each kernel's own time per decode token at B = 1 and 16 (Nsight
 #                                   # Compute; scripts/kernel_times.py), against the step's wall time
@@ -136,6 +136,13 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
     --ctx 8192 --verify-exact --jsonl "$JSONL.bf16-state" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
     | grep -v '| model |' | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, bf16 state: FAILED (see above)" | tee -a "$MD"
+  # Mixed depths, as in serving: each batch's first sequence 32,000 deep, the others at 512 (the
+  # split attention launches every sequence x the deepest one's splits; compare with d512 above).
+  echo "mixed depths (--deep 32000):" | tee -a "$MD"
+  "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 32 -b 16,64 -d 512 --deep 32000 -r "$REPS" --ctx 33000 \
+    --verify-exact --jsonl "$JSONL.deep" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
+    | grep -v '| model |' | tee -a "$MD"
+  [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, mixed depths: FAILED (see above)" | tee -a "$MD"
   # Where a step's time goes at B = 1, 16 and 64 (events around each op, graphs off).
   for b in 1 16 64; do
     MEMRA_CUDA_PROFILE=1 "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 16 -b $b -d 512 -r 1 --ctx 8192 \
