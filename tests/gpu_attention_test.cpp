@@ -157,8 +157,7 @@ class AttentionRig {
   // K/V rows are returned through k_hist / v_hist when given.
   int add_sequence(int32_t depth, uint64_t seed, std::vector<float>* k_hist = nullptr,
                    std::vector<float>* v_hist = nullptr) {
-    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_.cache_shape(cpu_->kv_type()), max_ctx_));
-    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_.cache_shape(gpu_.kv_type()), max_ctx_));
+    new_caches();
     SequenceCache& c = *cpu_seqs_.back();
     SequenceCache& g = *gpu_seqs_.back();
     if (k_hist) k_hist->clear();
@@ -194,21 +193,17 @@ class AttentionRig {
   // appended by attention steps: deep rows at the cost of the copies.
   int add_sequence_written(int32_t depth, uint64_t seed) {
     MEMRA_ASSERT(gpu_.kv_type() == GgmlType::F16 && cpu_->kv_type() == GgmlType::F32);
-    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_.cache_shape(cpu_->kv_type()), max_ctx_));
-    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_.cache_shape(gpu_.kv_type()), max_ctx_));
+    new_caches();
     SequenceCache& c = *cpu_seqs_.back();
     SequenceCache& g = *gpu_seqs_.back();
     c.reserve(depth);
     g.reserve(depth);
     for (const bool v : {false, true}) {
-      for (int32_t t = 0; t < depth; t += kKvBlock) {  // one block's rows are adjacent
-        const int32_t n = std::min(kKvBlock, depth - t);
-        const auto x = test::normal_floats(static_cast<size_t>(n * kv_dim()), 1.0f, seed * 7919 + 2 * t + v);
-        std::vector<uint16_t> h(x.size());
-        for (size_t i = 0; i < x.size(); ++i) h[i] = quant::f32_to_f16(x[i]);
-        cpu_->to_device(c.kv_row(kLayer, t, v), x.data(), x.size() * sizeof(float));
-        gpu_.to_device(g.kv_row(kLayer, t, v), h.data(), h.size() * sizeof(uint16_t));
-      }
+      const auto x = test::normal_floats(static_cast<size_t>(depth * kv_dim()), 1.0f, seed * 7919 + v);
+      std::vector<uint16_t> h(x.size());
+      for (size_t i = 0; i < x.size(); ++i) h[i] = quant::f32_to_f16(x[i]);
+      test::write_kv_rows(*cpu_, c, kLayer, 0, depth, v, x.data());
+      test::write_kv_rows(gpu_, g, kLayer, 0, depth, v, h.data());
     }
     c.advance(depth);
     g.advance(depth);
@@ -280,6 +275,12 @@ class AttentionRig {
   }
 
  private:
+  // A sequence's empty caches on both backends, of the rig's capacity.
+  void new_caches() {
+    cpu_seqs_.push_back(std::make_unique<SequenceCache>(*cpu_, cfg_.cache_shape(cpu_->kv_type()), max_ctx_));
+    gpu_seqs_.push_back(std::make_unique<SequenceCache>(gpu_, cfg_.cache_shape(gpu_.kv_type()), max_ctx_));
+  }
+
   std::vector<float> run(Backend& be, const StepPlan& plan, const DevFloats& qn, const DevFloats& kn,
                          const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                          std::vector<float>* k_after) {

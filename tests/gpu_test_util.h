@@ -58,9 +58,12 @@ inline bool emulated() {
 // cache's row bytes, already in the cache's element type).
 inline void write_kv_rows(Backend& be, SequenceCache& seq, int layer, int32_t pos0, int32_t n, bool v,
                           const void* rows) {
-  for (int32_t i = 0; i < n; ++i)
+  for (int32_t i = 0; i < n;) {  // one copy a block's run of rows (adjacent)
+    const int32_t run = std::min(kKvBlock - (pos0 + i) % kKvBlock, n - i);
     be.to_device(seq.kv_row(layer, pos0 + i, v), static_cast<const uint8_t*>(rows) + i * seq.kv_row_bytes,
-                 seq.kv_row_bytes);
+                 seq.kv_row_bytes * static_cast<size_t>(run));
+    i += run;
+  }
 }
 // The bytes of positions [0, n) of `layer` (K, or V when `v`), in position order.
 inline std::vector<uint8_t> read_kv_rows(Backend& be, const SequenceCache& seq, int layer, int32_t n, bool v) {
