@@ -533,6 +533,27 @@ TEST(GpuAttentionLongRow, MergeOverSeveralChunksMatchesCpu) {
   }
 }
 
+// A decode step of mixed depths (StepPlan::mixed_depths: the tensor-core split kernel walks the
+// step's work list) gives each row the bits of its step alone (a grid launch), and matches the CPU.
+TEST(GpuAttentionMixedDepths, ListedStepGivesEachRowItsAloneBits) {
+  MEMRA_GPU_OR_SKIP(probe);
+  auto gpu = gpu_with_kv(GgmlType::F16, true);
+  AttentionRig rig(*gpu, kTiny);
+  const std::vector<int32_t> depths = {3000, 5, 130, 0, 260};
+  for (size_t i = 0; i < depths.size(); ++i) rig.add_sequence(depths[i], 70 + i);
+  std::vector<Part> all;
+  for (size_t i = 0; i < depths.size(); ++i) all.push_back({static_cast<int>(i), 1});
+  const StepOut batch = rig.step(all, 71, false);
+  rig.expect_close(batch, "mixed-depth decode step");
+  for (size_t i = 0; i < depths.size(); ++i) {
+    const int seq = static_cast<int>(i);
+    const StepOut alone = rig.step({{seq, 1}}, 71, false, false);
+    const auto a = rows_of(alone, seq, rig.o_row(), alone.gpu), b = rows_of(batch, seq, rig.o_row(), batch.gpu);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "sequence at depth " << depths[i];
+  }
+}
+
 // ---- speed ----
 
 // Decode attention (kv_append + split + combine) of one 9B layer at B sequences of equal depth.

@@ -367,5 +367,27 @@ TEST(KvBlocks, PrefixCacheCountsASharedBlockOnce) {
   EXPECT_EQ(pool->blocks_in_use(), 0);  // the cache let go of everything
 }
 
+
+// The decode step's mixed-depth test (the CUDA split attention's work list, and a decode graph key):
+// true only for one row a sequence whose own KV blocks are under 3/4 of every sequence at the deepest.
+TEST(StepPlanMixedDepths, OneDeepSequenceAmongShallowOnesIsMixed) {
+  const int32_t tok[4] = {1, 2, 3, 4};
+  auto plan_of = [&](const std::vector<std::pair<int32_t, int32_t>>& depth_rows) {
+    StepPlan p;
+    for (const auto& [depth, rows] : depth_rows) p.add(nullptr, tok, rows, depth);
+    return p;
+  };
+  const int32_t b = kKvBlock;
+  EXPECT_FALSE(plan_of({}).mixed_depths(b));
+  EXPECT_FALSE(plan_of({{10, 1}}).mixed_depths(b));
+  EXPECT_FALSE(plan_of({{512, 1}, {500, 1}, {520, 1}}).mixed_depths(b));        // equal block counts
+  EXPECT_TRUE(plan_of({{32000, 1}, {512, 1}, {512, 1}, {512, 1}}).mixed_depths(b));
+  EXPECT_FALSE(plan_of({{32000, 1}, {512, 1}, {512, 4}}).mixed_depths(b));       // a prompt chunk
+  // The threshold, own blocks < 3/4 of every sequence at the deepest: two sequences, the deepest 3
+  // blocks (6 x 3/4 = 4.5): 3 + 1 = 4 blocks is mixed, 3 + 2 = 5 is not.
+  EXPECT_TRUE(plan_of({{3 * b - 1, 1}, {0, 1}}).mixed_depths(b));
+  EXPECT_FALSE(plan_of({{3 * b - 1, 1}, {2 * b - 1, 1}}).mixed_depths(b));
+}
+
 }  // namespace
 }  // namespace memra

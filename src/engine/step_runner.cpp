@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "common/error.h"
+#include "step/kv_blocks.h"
 #include "step/step_plan.h"
 
 namespace memra {
@@ -67,6 +68,7 @@ const float* StepRunner::run(const StepPlan& plan, const std::vector<int32_t>& l
   // Phase timing synchronizes: nothing can be recorded.
   const bool graphable = decode_step && !phases_;
   const uint64_t graph_key = (static_cast<uint64_t>(plan.n_rows()) << 32) |
+                             (static_cast<uint64_t>(plan.mixed_depths(kKvBlock)) << 31) |
                              static_cast<uint64_t>(bucketed_kv_len(plan.max_kv_len()) / kKvLenBucket);
   bool recording = false;
   if (graphable) {

@@ -43,6 +43,18 @@ struct StepPlan {
     for (const StepSeq& s : seqs) m = std::max(m, s.pos0 + s.n_rows);
     return m;
   }
+  // A decode step (one row a sequence) whose sequences are of mixed depths: their KV blocks of
+  // `block` positions together fewer than 3/4 of every sequence at the deepest one's count. The
+  // CUDA backend then launches the split attention over a list of each sequence's own splits
+  // instead of every sequence x the deepest one's splits (the same blocks' work: the same bits);
+  // decode graphs are keyed on it.
+  bool mixed_depths(int32_t block) const {
+    if (seqs.empty() || static_cast<int64_t>(seqs.size()) != n_rows()) return false;
+    int64_t own = 0;
+    for (const StepSeq& s : seqs) own += (s.pos0 + s.n_rows + block - 1) / block;
+    const int64_t deepest = (max_kv_len() + block - 1) / block;
+    return 4 * own < 3 * deepest * static_cast<int64_t>(seqs.size());
+  }
   // Appends a sequence's tokens as the next rows.
   void add(SequenceCache* cache, const int32_t* toks, int32_t n, int32_t pos0) {
     StepSeq s{cache, static_cast<int32_t>(tokens.size()), n, pos0};

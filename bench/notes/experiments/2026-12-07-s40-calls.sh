@@ -5,6 +5,7 @@
 #   d: mixed-depth decode, main (M) against the list patch (X): 9B Q4_0 B = 16 / 64, one sequence
 #      32,000 deep among sequences at 512 (f16, then the 8-bit cache), --verify-exact, logits cmp;
 #      and the unlisted rows (-d 512, no --deep) that must not move
+#   p: per-op profiles of the 9B step at B = 1 / 16 / 64 (graphs off), then phase r
 #   r: Nsight Compute of the MoE routing kernel at B = 64 (35B-A3B: `moe route` 41 us a layer
 #      against 13 at B = 1, events, graphs off; the skip passes the 8 prefilled contexts' 320 launches)
 set -u
@@ -27,6 +28,16 @@ case "${1:?phase}" in
       done; done
     done
     for bin in M X; do echo "$bin f16 no --deep:"; timeout 200 ${!bin} bench -m $F --device cuda -p 0 -n 32 -b 1,16,64 -d 512 -r 2 --ctx 8192 2>/dev/null | row; done ;;
+  p)
+    # per-op profiles of the dense 9B decode step (events, graphs off) at B = 1 / 16 / 64, then r
+    F=/tmp/9b.gguf
+    [ -f $F ] || $M synth --arch qwen35 --shape 9b --type q4_0 -o $F >/dev/null 2>&1
+    for b in 1 16 64; do
+      MEMRA_CUDA_PROFILE=1 timeout 120 $M bench -m $F --device cuda -p 0 -n 16 -b $b -d 512 -r 1 --ctx 8192 2> $OUT/profile-9b-b$b.txt >/dev/null
+      head -14 $OUT/profile-9b-b$b.txt
+    done
+    rm -f $F
+    bash "$0" r ;;
   r)
     F=/tmp/35b.gguf
     [ -f $F ] || $M synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o $F >/dev/null 2>&1

@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "step/sequence_cache.h"
 #include "quant/quant.h"
+#include "step/kv_blocks.h"
 #include "step/step_plan.h"
 
 namespace memra {
@@ -309,7 +310,13 @@ void CudaBackend::on_step(const StepPlan& plan) {
   const int32_t n_seqs = static_cast<int32_t>(plan.seqs.size());
   const int32_t n_layers = n_seqs ? static_cast<int32_t>(plan.seqs[0].cache->layers.size()) : 0;
   const size_t n_ptr = static_cast<size_t>(n_layers) * n_seqs;
-  const size_t int_bytes = (3 * static_cast<size_t>(n_rows) + 3 * n_seqs) * sizeof(int32_t);
+  // Mixed depths: the split attention's work list (DeviceStep::attn_items), after the ints.
+  const bool mixed = plan.mixed_depths(kKvBlock);
+  size_t n_items = 0;
+  if (mixed)
+    for (const StepSeq& q : plan.seqs) n_items += static_cast<size_t>((q.pos0 + q.n_rows + kKvBlock - 1) / kKvBlock);
+  const size_t n_list = mixed ? n_seqs + 1 + n_items : 0;
+  const size_t int_bytes = (3 * static_cast<size_t>(n_rows) + 3 * n_seqs + n_list) * sizeof(int32_t);
   const size_t ptr_off = (int_bytes + 15) / 16 * 16;
   const size_t total = ptr_off + 3 * n_ptr * sizeof(void*);
   if (total > step_capacity_) {
@@ -333,6 +340,19 @@ void CudaBackend::on_step(const StepPlan& plan) {
   int32_t* seq_row0 = row_seq + n_rows;
   int32_t* seq_n_rows = seq_row0 + n_seqs;
   int32_t* seq_pos0 = seq_n_rows + n_seqs;
+  int32_t* item_off = seq_pos0 + n_seqs;  // mixed: [n_seqs + 1], then the entries
+  int32_t* items = item_off + n_seqs + 1;
+  if (mixed) {
+    int32_t at = 0;
+    for (int32_t s = 0; s < n_seqs; ++s) {
+      const StepSeq& q = plan.seqs[s];
+      item_off[s] = at;
+      const int32_t splits = (q.pos0 + q.n_rows + kKvBlock - 1) / kKvBlock;
+      MEMRA_ASSERT(s < 32768 && splits <= 65536, "attention work list: sequence {} of {} splits", s, splits);
+      for (int32_t j = 0; j < splits; ++j) items[at++] = s * 65536 + j;
+    }
+    item_off[n_seqs] = at;
+  }
   std::memcpy(tokens, plan.tokens.data(), n_rows * sizeof(int32_t));
   std::memcpy(positions, plan.positions.data(), n_rows * sizeof(int32_t));
   void** ptrs = reinterpret_cast<void**>(step_host_ + ptr_off);
@@ -378,6 +398,8 @@ void CudaBackend::on_step(const StepPlan& plan) {
   step_.conv = reinterpret_cast<float* const*>(dptrs + n_ptr);
   step_.ssm = dptrs + 2 * n_ptr;
   step_.ssm_bf16 = ssm_type == GgmlType::BF16;
+  step_.attn_item_off = mixed ? dints + 3 * n_rows + 3 * n_seqs : nullptr;
+  step_.attn_items = mixed ? dints + 3 * n_rows + 4 * n_seqs + 1 : nullptr;
 }
 
 // ---- graphs ----

@@ -30,6 +30,11 @@ struct DeviceStep {
   // The recurrent states' element type (CacheShape::ssm_type), the same for every sequence of an
   // engine: the launches pick their kernels by it on the host.
   bool ssm_bf16 = false;
+  // Mixed-depth decode steps (StepPlan::mixed_depths): the split attention's work list. Sequence
+  // s's splits are entries attn_item_off[s] .. attn_item_off[s + 1] of attn_items, each
+  // s * 65536 + split. Null otherwise (every sequence x max_kv_len's splits).
+  const int32_t* attn_items = nullptr;
+  const int32_t* attn_item_off = nullptr;
 };
 
 }  // namespace memra::cuda

@@ -129,7 +129,8 @@ __device__ __forceinline__ void split_pair(float a, float b, uint32_t& hi, uint3
 
 // SV: V staged in shared memory (TcLayout::kVRow; the launcher picks it for one-n-tile blocks whose
 // cache rows are 16-byte multiples). Either way a lane gets the same V values: the same bits.
-template <int HD, int NT, bool Q8, bool SV>
+// LISTED: a mixed-depth decode step's blocks walk its work list (DeviceStep::attn_items).
+template <int HD, int NT, bool Q8, bool SV, bool LISTED = false>
 __global__ void __launch_bounds__(kTcThreads, 2)
     attention_tc_split_kernel(int layer, const float* __restrict__ q, const DeviceStep step, int64_t row0,
                               int64_t rows, int n_head, int n_head_kv, int q_head_stride, int hp, int rows_per_block,
@@ -159,10 +160,8 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   // against every split of head 0 first; bench/results/2026-12-06-0700-h100-session38.md).
   const int kvh = static_cast<int>(blockIdx.x % static_cast<unsigned>(n_head_kv));
   const unsigned bx = blockIdx.x / static_cast<unsigned>(n_head_kv);
-  const int tile = static_cast<int>(bx % tiles);
-  const int64_t seq_split = bx / tiles;
-  const int split = static_cast<int>(seq_split % max_splits);
-  const int seq = static_cast<int>(seq_split / max_splits);
+  // One (tile, sequence, split) of this KV head; a return leaves that item.
+  auto work = [&](const int tile, const int split, const int seq) {
   // The sequence's block table for the layer, read alongside its rows (it depends on neither); its
   // entry for this split is read once the split is known to hold keys of the block's rows.
   uint8_t* const* const kv_table = step.kv_blocks[static_cast<int64_t>(layer) * step.n_seqs + seq];
@@ -460,10 +459,26 @@ __global__ void __launch_bounds__(kTcThreads, 2)
     ml[0] = stat[2 * pair];
     ml[1] = stat[2 * pair + 1];
   }
+  };
+  if constexpr (!LISTED) {  // the grid: every (tile, sequence, split); splits past a row's reach leave at once
+    const int64_t seq_split = bx / tiles;
+    work(static_cast<int>(bx % tiles), static_cast<int>(seq_split % max_splits), static_cast<int>(seq_split / max_splits));
+  } else {
+    // A mixed-depth decode step: the blocks walk the launch group's sequences' own splits (one
+    // tile: one row a sequence; decode rows are the sequences in order).
+    const int32_t i1 = step.attn_item_off[row0 + rows];
+    for (int32_t it = step.attn_item_off[row0] + static_cast<int32_t>(bx); it < i1;
+         it += static_cast<int32_t>(gridDim.x / static_cast<unsigned>(n_head_kv))) {
+      const int32_t e = step.attn_items[it];
+      __syncthreads();  // the previous item's readers of s_n, q / p, the scores and the staged rows are done
+      work(0, e & 0xFFFF, e >> 16);
+    }
+  }
 }
 
 template <int HD, int NT, bool Q8, bool SV>
 void launch_tc(const AttnTcLaunch& a) {
+  auto* kernel = attention_tc_split_kernel<HD, NT, Q8, SV>;
   using L = TcLayout<HD, NT, Q8>;
   constexpr int bytes = SV ? L::kStagedBytes : L::kHeadBytes;
   // Always opted in: the 48 KiB a launch gets without it counts the static shared memory too (the
@@ -472,6 +487,9 @@ void launch_tc(const AttnTcLaunch& a) {
   if (!configured) {
     CUDA_CHECK(cudaFuncSetAttribute(attention_tc_split_kernel<HD, NT, Q8, SV>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    if constexpr (NT == 1)
+      CUDA_CHECK(cudaFuncSetAttribute(attention_tc_split_kernel<HD, NT, Q8, SV, true>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
   configured = true;
   const int hp = a.s->n_head / a.s->n_head_kv;
@@ -479,11 +497,21 @@ void launch_tc(const AttnTcLaunch& a) {
   // Tiles a sequence needs within the launch group [row0, row0 + rows).
   const int64_t seq_rows = std::min<int64_t>(a.step->max_seq_rows, a.rows);
   const int64_t tiles = (seq_rows + rows_per_block - 1) / rows_per_block;
-  const int64_t blocks = tiles * a.step->n_seqs * a.max_splits * a.s->n_head_kv;
+  // A mixed-depth decode step walks its work list (DeviceStep::attn_items) on at most
+  // kListItems blocks a KV head, a number fixed by the launch group and the KV length bucket (a
+  // recorded graph replays it whatever the depths); otherwise a block for every (tile, sequence,
+  // split), most of them empty when one sequence is much deeper than the others.
+  constexpr int64_t kListItems = 1024;
+  const bool listed = NT == 1 && a.step->attn_items != nullptr && tiles == 1 && a.step->max_seq_rows == 1;
+  if constexpr (NT == 1)
+    if (listed) kernel = attention_tc_split_kernel<HD, NT, Q8, SV, true>;
+  const int64_t blocks = (listed ? std::min<int64_t>(a.rows * a.max_splits, kListItems)
+                                 : tiles * a.step->n_seqs * a.max_splits) *
+                         a.s->n_head_kv;
   MEMRA_ASSERT(blocks >= 1 && blocks <= int64_t{0x7fffffff}, "attention (tensor cores): grid x");
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)));
   const dim3 grid(static_cast<unsigned>(blocks));
-  launch(attention_tc_split_kernel<HD, NT, Q8, SV>, grid,
+  launch(kernel, grid,
          kTcThreads, bytes, a.stream, a.layer, a.q, *a.step, a.row0, a.rows, a.s->n_head, a.s->n_head_kv,
          a.s->q_head_stride, hp, rows_per_block, static_cast<int>(tiles), a.max_splits, scale, a.part_o, a.part_ml);
   CUDA_LAUNCH_CHECK();
