@@ -137,7 +137,7 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
     | grep -v '| model |' | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, bf16 state: FAILED (see above)" | tee -a "$MD"
   # Mixed depths, as in serving: each batch's first sequence 32,000 deep, the others at 512 (the
-  # split attention launches every sequence x the deepest one's splits; compare with d512 above).
+  # split attention walks a list of each sequence's own splits; compare with d512 above).
   echo "mixed depths (--deep 32000):" | tee -a "$MD"
   "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 32 -b 16,64 -d 512 --deep 32000 -r "$REPS" --ctx 33000 \
     --verify-exact --jsonl "$JSONL.deep" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
