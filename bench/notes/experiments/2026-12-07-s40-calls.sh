@@ -9,6 +9,7 @@
 #   x: decode steps through the Gated DeltaNet prompt form (X: MEMRA_X_GDN_DECODE_SEQS), Nsight of
 #      the fused kernel at B = 16 and the matmuls at B = 64
 #   s: matmul tile shapes forced at 33-64 rows (X: MEMRA_X_SHAPE_SW / MEMRA_X_SHAPE), B = 48 / 64
+#   st: s (one round), then QUICK gpu-check tests
 #   r: Nsight Compute of the MoE routing kernel at B = 64 (35B-A3B: `moe route` 41 us a layer
 #      against 13 at B = 1, events, graphs off; the skip passes the 8 prefilled contexts' 320 launches)
 set -u
@@ -65,16 +66,22 @@ case "${1:?phase}" in
     # the other launches forced to pick_config's shape index; same bits): B = 64 and 48
     F=/tmp/9b.gguf
     [ -f $F ] || $M synth --arch qwen35 --shape 9b --type q4_0 -o $F >/dev/null 2>&1
-    for r in 1 2; do for cfg in "M - -" "X 0 -" "X - 1" "X 0 1" "X 0 0" "X 2 -"; do set -- $cfg
+    for r in $(seq ${ROUNDS:-2}); do for cfg in "M - -" "M 0 -" "M - 1" "M 0 1" "M 0 0" "M 2 -"; do set -- $cfg
       echo "r$r $1 sw=$2 other=$3:"
       env $([ $2 != - ] && echo MEMRA_X_SHAPE_SW=$2) $([ $3 != - ] && echo MEMRA_X_SHAPE=$3) MEMRA_NOOP=1 \
         timeout 100 ${!1} bench -m $F --device cuda -p 0 -n 32 -b 48,64 -d 512 -r 2 --ctx 8192 2>/dev/null | row
     done; done
-    MEMRA_X_SHAPE_SW=0 MEMRA_X_SHAPE=1 timeout 100 $X bench -m $F --device cuda -p 0 -n 32 -b 64 -d 512 -r 1 --ctx 8192 --verify-exact 2>&1 | grep -E 'verify-exact|rror'
+    MEMRA_X_SHAPE_SW=0 MEMRA_X_SHAPE=1 timeout 100 $M bench -m $F --device cuda -p 0 -n 32 -b 64 -d 512 -r 1 --ctx 8192 --verify-exact 2>&1 | grep -E 'verify-exact|rror'
     for cfg in "0 1" "1 2"; do set -- $cfg
-      MEMRA_X_SHAPE_SW=$1 MEMRA_X_SHAPE=$2 MEMRA_CUDA_PROFILE=1 timeout 100 $X bench -m $F --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 2> $OUT/profile-9b-b64-shape-$1-$2.txt >/dev/null
+      MEMRA_X_SHAPE_SW=$1 MEMRA_X_SHAPE=$2 MEMRA_CUDA_PROFILE=1 timeout 100 $M bench -m $F --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 2> $OUT/profile-9b-b64-shape-$1-$2.txt >/dev/null
       grep -E 'r64' $OUT/profile-9b-b64-shape-$1-$2.txt
     done ;;
+  st)
+    # phase s cut to one round, then QUICK gpu-check tests (the fixtures: .gpu/fx.tar.xz)
+    ROUNDS=1 bash "$0" s
+    [ -f .gpu/fx.tar.xz ] && tar xJf .gpu/fx.tar.xz
+    LD_LIBRARY_PATH=/tmp/g/lib BUILD=/tmp/g/bin QUICK=1 timeout 330 scripts/gpu-check.sh tests 2>&1 | tail -12
+    cp bench/results/*gpu-check* $OUT/ 2>/dev/null; ls $OUT ;;
   r)
     F=/tmp/35b.gguf
     [ -f $F ] || $M synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o $F >/dev/null 2>&1
