@@ -738,7 +738,7 @@ void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_
   for (int list = 0; list < 2; ++list) {
     const DevWeight& w = list == 0 ? dev_weight(m.gate_exps) : dev_weight(m.down_exps);
     const int tile_rows = cuda::grouped_tile_rows(w, list == 0, slots, rows);
-    const int64_t capacity = (shared_rows + tile_rows - 1) / tile_rows + (n_sel + tile_rows - 1) / tile_rows + r.groups;
+    const int64_t capacity = cuda::group_tiles_capacity(shared_rows, n_sel, r.groups, tile_rows);
     // (A list longer than grid z's 65,535 blocks, a prompt chunk of over ~130k rows, keeps the grid.)
     if (rows <= tile_rows || capacity > 65535) continue;
     GroupTiles& gt = r.tiles[list];
@@ -756,17 +756,11 @@ void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_
   g.act_row = r.act_row;
   g.groups = slots;
   g.max_rows = rows;  // an expert appears at most once among a row's k; the shared slot has every row
-  auto with_list = [&](GroupedRows x, const GroupTiles& gt) {
-    if (gt.rows == 0) return x;
-    x.tiles = gt.tile;
-    x.tile_rows = gt.rows;
-    x.n_tiles = gt.capacity;
-    return x;
-  };
   float* act = scratch(static_cast<size_t>(n_grouped * n_ff));
   {
     OpProfiler::Scope prof(profiler_, fmt::format("moe gate+up {} r{}", quant::type_name(gate.type), rows), 0);
-    matmul_grouped(gate, &up, a, with_list(g, r.tiles[0]), act, stream_, shared_grouped ? gate_sh : nullptr,
+    g.list = r.tiles[0];
+    matmul_grouped(gate, &up, a, g, act, stream_, shared_grouped ? gate_sh : nullptr,
                    shared_grouped ? up_sh : nullptr);
   }
   const F16Act a2 = activation(act, n_grouped, n_ff);
@@ -774,7 +768,8 @@ void CudaBackend::moe_ffn(const MoeWeights& m, MatmulInput x, float* out, int64_
   g.act_row = nullptr;  // the grouped rows are in order now
   {
     OpProfiler::Scope prof(profiler_, fmt::format("moe down {} r{}", quant::type_name(down.type), rows), 0);
-    matmul_grouped(down, nullptr, a2, with_list(g, r.tiles[1]), y, stream_, shared_grouped ? down_sh : nullptr);
+    g.list = r.tiles[1];
+    matmul_grouped(down, nullptr, a2, g, y, stream_, shared_grouped ? down_sh : nullptr);
   }
   float* shared = nullptr;
   if (shared_grouped) {

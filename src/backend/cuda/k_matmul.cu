@@ -349,15 +349,16 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
   a.shared_w = shared ? shared->data : nullptr;
   a.shared_up = shared_up ? shared_up->data : nullptr;
   a.groups = g.groups;
-  if (g.tiles) {  // grid z: the block list's entries instead of slots x row tiles
-    MEMRA_ASSERT(g.n_tiles >= 1 && g.tile_rows >= 8);
-    a.tiles = g.tiles;
+  const bool listed = g.list.rows > 0;
+  if (listed) {  // grid z: the block list's entries instead of slots x row tiles
+    MEMRA_ASSERT(g.list.tile && g.list.capacity >= 1 && g.list.rows >= 8);
+    a.tiles = g.list.tile;
     a.tile_slots = g.groups;
-    a.tile_rows = g.tile_rows;
+    a.tile_rows = g.list.rows;
   }
   // The warps choice counts every group's rows as if all groups were full.
   const int64_t groups[1] = {w.n_rg};
-  run(a, w.type, w.n_rg * g.groups, groups, 1, stream, g.tiles ? g.n_tiles : g.groups);
+  run(a, w.type, w.n_rg * g.groups, groups, 1, stream, listed ? g.list.capacity : g.groups);
 }
 
 int grouped_tile_rows(const DevWeight& w, bool swiglu, int groups, int64_t max_rows) {

@@ -276,8 +276,7 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
   MEMRA_ASSERT(r.shared_rows == 0 || r.shared_rows == rows);
   for (const GroupTiles& gt : r.tiles)  // room for every block (the bound in kernels.h)
     MEMRA_ASSERT(gt.rows == 0 || (gt.rows > 0 && gt.tile &&
-                                  gt.capacity >= (r.shared_rows + gt.rows - 1) / gt.rows +
-                                                     (rows * k + gt.rows - 1) / gt.rows + r.groups),
+                                  gt.capacity >= group_tiles_capacity(r.shared_rows, rows * k, r.groups, gt.rows)),
                  "moe_route: a block list of {} entries", gt.capacity);
   static_assert(kMaxExpertsUsed <= kRouteThreads, "a thread writes each selection's weight");
   if (rows == 0) return;

@@ -53,6 +53,20 @@ struct MatmulTarget {
 void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t stream);
 // act[r, j] = silu(x . gate[j]) * (x . up[j]), the bits of two matmul() calls and silu_mul.
 void matmul_swiglu(const DevWeight& gate, const DevWeight& up, const F16Act& x, float* act, cudaStream_t stream);
+// A grouped launch's blocks, listed by moe_route: entry i (grid z = i) is slot z and row tile xt as
+// xt * slots + z (slots = groups, + 1 with the shared slot), -1 past the last. The shared slot's
+// tiles come first (its blocks have the most rows: launched first, they do not trail), then each
+// used slot's, in slot order; empty slots have none.
+struct GroupTiles {
+  int32_t* tile = nullptr;
+  int rows = 0;  // rows a block covers (grouped_tile_rows); 0: no list
+  int capacity = 0;
+};
+// The entries a list needs for R-row tiles: each slot's tiles of its rows, where a used slot's last
+// tile is its only partial one.
+inline int64_t group_tiles_capacity(int64_t shared_rows, int64_t selections, int groups, int R) {
+  return (shared_rows + R - 1) / R + (selections + R - 1) / R + groups;
+}
 // Rows of a grouped (mixture-of-experts) launch, device tables written by moe_route: group slot
 // z uses matrix grp_expert[z] (-1: the launch's `shared` matrix, the shared expert) and the grouped
 // rows grp_off[z] .. grp_off[z + 1] (empty past the used slots); grouped row i reads F16Act row
@@ -63,11 +77,10 @@ struct GroupedRows {
   const int32_t* act_row = nullptr;
   int groups = 0;        // group slots (an upper bound on the groups used)
   int64_t max_rows = 0;  // an upper bound on the rows of one group
-  // The launch's block list (GroupTiles, written by moe_route), or null: a block for every slot
-  // and every tile_rows rows of max_rows, most of them empty at B = 32-64 and in prefill.
-  const int32_t* tiles = nullptr;
-  int tile_rows = 0;  // grouped_tile_rows() of this launch
-  int n_tiles = 0;    // entries of `tiles`
+  // The launch's block list (written by moe_route; rows = grouped_tile_rows() of this launch), or
+  // none (rows 0): a block for every slot and every tile of max_rows, most of them empty at B =
+  // 32-64 and in prefill.
+  GroupTiles list;
 };
 // Rows one block of matmul_grouped covers (8 times its shape's n-tiles): what a block list for
 // that launch (GroupTiles::rows) must be built with.
@@ -83,16 +96,6 @@ void set_pdl_enabled(bool on);
 void set_stream_parts(int parts);
 
 // ---- mixture of experts (k_moe.cu) ----
-// A grouped launch's blocks, listed by moe_route: entry i (grid z = i) is slot z and row tile xt as
-// xt * slots + z (slots = groups, + 1 with the shared slot), -1 past the last. The shared slot's
-// tiles come first (its blocks have the most rows: launched first, they do not trail), then each
-// used slot's, in slot order; empty slots have none. With R = rows: capacity >= ceil(shared_rows /
-// R) + ceil(selections / R) + groups (a used slot's last tile is its only partial one).
-struct GroupTiles {
-  int32_t* tile = nullptr;
-  int rows = 0;  // rows a block covers (grouped_tile_rows); 0: no list
-  int capacity = 0;
-};
 // Device buffers of one layer's routing: per row the k selected experts and their weights (rank
 // order), each selection's grouped row, and the GroupedRows tables (groups = min(rows * k,
 // n_expert) slots).
