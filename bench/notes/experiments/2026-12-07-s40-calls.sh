@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in session 39 for the next device session (not run). Carry [".gpu/bundle.tar.xz" (main),
+# Prepared in session 39, run in session 40 (phases d, p, x, st; results in
+# bench/results/2026-12-06-1140-h100-session40.md). Phase st's copy of every gpu-check file to $OUT
+# made the transfer drop the new logs (file count): copy only a call's own files. Carry [".gpu/bundle.tar.xz" (main),
 # ".gpu/list.xz" (main + 2026-12-06-s39-attn-mixed-depth-list.patch: `git apply`, build, then
 # `scripts/gpu-bundle.sh --memra list`)].
 #   d: mixed-depth decode, main (M) against the list patch (X): 9B Q4_0 B = 16 / 64, one sequence
