@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "model/config.h"
 #include "quant/quant.h"
+#include "step/kv_blocks.h"
 #include "step/sequence_cache.h"
 #include "step/step_plan.h"
 
@@ -552,6 +553,43 @@ TEST(GpuAttentionMixedDepths, ListedStepGivesEachRowItsAloneBits) {
     ASSERT_EQ(a.size(), b.size());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "sequence at depth " << depths[i];
   }
+}
+
+// A decode graph recorded for one mixed-depth step replays for the next steps of its key, whose
+// work lists are longer or shorter as the sequences deepen: the step's tables must stay where the
+// recorded kernels read them (CudaBackend checks the recorded DeviceStep at every replay).
+TEST(GpuAttentionMixedDepths, ARecordedStepReplaysWhenTheListLengthChanges) {
+  MEMRA_GPU_OR_SKIP(probe);
+  CudaOptions o = test::gpu_options();
+  o.kv_type = GgmlType::F16;
+  o.attn_tc = true;
+  o.graphs = true;  // whatever MEMRA_CUDA_GRAPHS says
+  o.profile = false;
+  auto gpu = test::make_gpu_backend(o);
+  AttentionRig rig(*gpu, kTiny);
+  const std::vector<int32_t> depths = {3000, 5, 130, 0, 260};
+  for (size_t i = 0; i < depths.size(); ++i) rig.add_sequence(depths[i], 90 + i);
+  const int32_t tok = 0;
+  // Every shallow sequence `shift` positions further: one KV block each, four more list entries.
+  auto plan_at = [&](int32_t shift) {
+    StepPlan p;
+    for (size_t i = 0; i < depths.size(); ++i) {
+      const int32_t pos0 = rig.pos(static_cast<int>(i)) + (i == 0 ? 0 : shift);
+      rig.gpu_seq(static_cast<int>(i)).reserve(pos0 + 1);
+      p.add(&rig.gpu_seq(static_cast<int>(i)), &tok, 1, pos0);
+    }
+    return p;
+  };
+  const StepPlan a = plan_at(0), b = plan_at(kKvBlock);
+  ASSERT_TRUE(a.mixed_depths(kKvBlock) && b.mixed_depths(kKvBlock));
+  ASSERT_EQ(bucketed_kv_len(a.max_kv_len()), bucketed_kv_len(b.max_kv_len()));  // one graph key
+  constexpr uint64_t kKey = 0x5eed;
+  gpu->set_step(a);
+  ASSERT_FALSE(gpu->graph_begin(kKey));  // records
+  gpu->graph_end();
+  gpu->set_step(b);
+  EXPECT_TRUE(gpu->graph_begin(kKey));  // replays (a moved table stops here)
+  gpu->synchronize();
 }
 
 // ---- speed ----

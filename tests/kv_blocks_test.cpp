@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/device_step.h"
 #include "common/error.h"
 #include "step/kv_blocks.h"
 #include "step/prefix_cache.h"
@@ -387,6 +388,24 @@ TEST(StepPlanMixedDepths, OneDeepSequenceAmongShallowOnesIsMixed) {
   // blocks (6 x 3/4 = 4.5): 3 + 1 = 4 blocks is mixed, 3 + 2 = 5 is not.
   EXPECT_TRUE(plan_of({{3 * b - 1, 1}, {0, 1}}).mixed_depths(b));
   EXPECT_FALSE(plan_of({{3 * b - 1, 1}, {2 * b - 1, 1}}).mixed_depths(b));
+}
+
+
+// The step upload's layout (backend/cuda/device_step.h): every offset a recorded graph's kernels
+// read depends on the step's shape, not on the attention work list's length.
+TEST(StepUploadLayout, TablesStayPutWhateverTheListLength) {
+  for (const bool mixed : {false, true}) {
+    const cuda::StepUploadLayout a = cuda::step_upload_layout(5, 5, 32, mixed, 31);
+    for (const size_t items : {0, 1, 4, 35, 4000}) {
+      const cuda::StepUploadLayout b = cuda::step_upload_layout(5, 5, 32, mixed, items);
+      EXPECT_EQ(a.ptr_off, b.ptr_off) << items;
+      EXPECT_EQ(a.items_off, b.items_off) << items;
+      EXPECT_EQ(b.total, b.items_off + (mixed ? items * sizeof(int32_t) : 0)) << items;
+      EXPECT_EQ(b.ptr_off % 16, 0u);
+      EXPECT_GE(b.ptr_off, (15 + (mixed ? 6 : 0)) * sizeof(int32_t));  // the int tables fit before the pointers
+      EXPECT_EQ(b.items_off, b.ptr_off + 3 * 32 * 5 * sizeof(void*));
+    }
+  }
 }
 
 }  // namespace

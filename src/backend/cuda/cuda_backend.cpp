@@ -315,10 +315,8 @@ void CudaBackend::on_step(const StepPlan& plan) {
   size_t n_items = 0;
   if (mixed)
     for (const StepSeq& q : plan.seqs) n_items += static_cast<size_t>((q.pos0 + q.n_rows + kKvBlock - 1) / kKvBlock);
-  const size_t n_list = mixed ? n_seqs + 1 + n_items : 0;
-  const size_t int_bytes = (3 * static_cast<size_t>(n_rows) + 3 * n_seqs + n_list) * sizeof(int32_t);
-  const size_t ptr_off = (int_bytes + 15) / 16 * 16;
-  const size_t total = ptr_off + 3 * n_ptr * sizeof(void*);
+  const cuda::StepUploadLayout layout = cuda::step_upload_layout(n_rows, n_seqs, n_layers, mixed, n_items);
+  const size_t ptr_off = layout.ptr_off, total = layout.total;
   if (total > step_capacity_) {
     if (step_dev_) {
       drop_graphs();  // recorded steps read the old table address
@@ -340,8 +338,8 @@ void CudaBackend::on_step(const StepPlan& plan) {
   int32_t* seq_row0 = row_seq + n_rows;
   int32_t* seq_n_rows = seq_row0 + n_seqs;
   int32_t* seq_pos0 = seq_n_rows + n_seqs;
-  int32_t* item_off = seq_pos0 + n_seqs;  // mixed: [n_seqs + 1], then the entries
-  int32_t* items = item_off + n_seqs + 1;
+  int32_t* item_off = seq_pos0 + n_seqs;  // mixed: [n_seqs + 1]; the entries after the pointer tables
+  int32_t* items = reinterpret_cast<int32_t*>(step_host_ + layout.items_off);
   if (mixed) {
     int32_t at = 0;
     for (int32_t s = 0; s < n_seqs; ++s) {
@@ -399,13 +397,13 @@ void CudaBackend::on_step(const StepPlan& plan) {
   step_.ssm = dptrs + 2 * n_ptr;
   step_.ssm_bf16 = ssm_type == GgmlType::BF16;
   step_.attn_item_off = mixed ? dints + 3 * n_rows + 3 * n_seqs : nullptr;
-  step_.attn_items = mixed ? dints + 3 * n_rows + 4 * n_seqs + 1 : nullptr;
+  step_.attn_items = mixed ? reinterpret_cast<const int32_t*>(step_dev_ + layout.items_off) : nullptr;
 }
 
 // ---- graphs ----
 
 void CudaBackend::drop_graphs() {
-  for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+  for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g.exec);
   graphs_.clear();
 }
 
@@ -414,7 +412,9 @@ bool CudaBackend::graph_begin(uint64_t key) {
   MEMRA_ASSERT(!capturing_, "nested graph capture");
   auto it = graphs_.find(key);
   if (it != graphs_.end()) {
-    CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+    // The engine's key must fix every table address and size the recorded launches read.
+    MEMRA_ASSERT(it->second.step == step_, "graph key {:#x} replayed for a step of another device layout", key);
+    CUDA_CHECK(cudaGraphLaunch(it->second.exec, stream_));
     return true;
   }
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
@@ -431,7 +431,7 @@ void CudaBackend::graph_end() {
   cudaGraphExec_t exec = nullptr;
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   CUDA_CHECK(cudaGraphDestroy(graph));
-  graphs_[capturing_key_] = exec;
+  graphs_[capturing_key_] = RecordedStep{exec, step_};
   CUDA_CHECK(cudaGraphLaunch(exec, stream_));
 }
 

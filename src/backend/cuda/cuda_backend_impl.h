@@ -109,7 +109,13 @@ class CudaBackend final : public Backend {
   // recorded decode steps
   bool graphs_enabled_ = true;
   bool pdl_option_ = true;  // MEMRA_CUDA_PDL; a step uses it only up to kPdlMaxRows rows (on_step)
-  std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
+  // A recorded step and the DeviceStep its kernels were launched with (their arguments hold it):
+  // a replay is only right for a step of the same DeviceStep (graph_begin checks).
+  struct RecordedStep {
+    cudaGraphExec_t exec = nullptr;
+    cuda::DeviceStep step;
+  };
+  std::unordered_map<uint64_t, RecordedStep> graphs_;
   uint64_t capturing_key_ = 0;
   bool capturing_ = false;
   void drop_graphs();
