@@ -568,7 +568,7 @@ TEST(GpuAttentionMixedDepths, ARecordedStepReplaysWhenTheListLengthChanges) {
   auto gpu = test::make_gpu_backend(o);
   AttentionRig rig(*gpu, kTiny);
   const std::vector<int32_t> depths = {3000, 5, 130, 0, 260};
-  for (size_t i = 0; i < depths.size(); ++i) rig.add_sequence(depths[i], 90 + i);
+  for (size_t i = 0; i < depths.size(); ++i) rig.add_sequence_written(depths[i], 90 + i);  // no step reads them
   const int32_t tok = 0;
   // Every shallow sequence `shift` positions further: one KV block each, four more list entries.
   auto plan_at = [&](int32_t shift) {
