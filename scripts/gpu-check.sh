@@ -127,7 +127,7 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
   need_9b
   [ -f "$MD" ] || echo "# gpu-check $STAMP (commit $COMMIT)" > "$MD"
   echo >> "$MD"
-  "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8,12,16,32,64 -d 512,4096 -r "$REPS" \
+  "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,2,4,8,12,16,32,48,64 -d 512,4096 -r "$REPS" \
     --ctx 8192 --verify-exact --jsonl "$JSONL" 2> >(grep -E 'verify-exact|error' >&2) | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode: FAILED (see above)" | tee -a "$MD"
   # The bf16 recurrent state (MEMRA_SSM_STATE=bf16): its own rows, exact too.
