@@ -6,7 +6,8 @@
 # file count dropped the new ones).
 #   q: QUICK gpu-check bench, then batch (now with B = 48): the dense rows' first run since cfba02f (8-bit decode K
 #      load), 8c92f98 (mixed-depth attention work list: the --deep rows) and 2b9fcb6 (SwiGLU at
-#      33-48 rows on the 2-n-tile shape; B = 40 by hand below)
+#      33-48 rows on the 2-n-tile shape; B = 40 by hand below), then 1458187's list layout across a
+#      block crossing with graphs replaying
 #   m: QUICK gpu-check moe (a57fbac moved the block list into one GroupTiles: same launches; expect
 #      0 differ and session 39's numbers)
 #   n: Nsight Compute with per-instruction stall samples (SASS, --page source) of the B = 64 matmuls
@@ -24,7 +25,11 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:?phase}" in
   q) scripts/gpu-check.sh bench 2>&1 | tail -30; scripts/gpu-check.sh batch 2>&1 | tail -40
      $M bench -m /tmp/memra-gpu/qwen35-9b-q4_0.gguf --device cuda -p 0 -n 32 -b 40 -d 512 -r 2 --ctx 8192 --verify-exact 2>&1 \
-       | grep -E 'verify-exact|^\| [^-]' | grep -v '| model |' ;;
+       | grep -E 'verify-exact|^\| [^-]' | grep -v '| model |'
+     # 1458187 on hardware: the shallow sequences cross position 512 (a new KV block: a longer work
+     # list) while recorded decode graphs replay; the replay check and --verify-exact must pass
+     $M bench -m /tmp/memra-gpu/qwen35-9b-q4_0.gguf --device cuda -p 0 -n 32 -b 16,64 -d 500 --deep 32000 -r 2 --ctx 33000 \
+       --verify-exact 2>&1 | grep -E 'verify-exact|rror|^\| [^-]' | grep -v '| model |' ;;
   t) [ -f .gpu/fx.tar.xz ] && tar xJf .gpu/fx.tar.xz; scripts/gpu-check.sh tests 2>&1 | tail -12 ;;
   m) scripts/gpu-check.sh moe 2>&1 | tail -20 ;;
   n)
