@@ -110,8 +110,9 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu, GgmlType
     if (launch_blocks(kShapes[2], rows, groups, segs, swiglu) < sm_count()) first = 5, last = 7;
   } else {
     first = rows <= 32 ? 1 : 0, last = kShapeCount - 1, want = 2 * int64_t{sm_count()};
-    // SwiGLU at 33-48 rows: the 4-n-tile shape's second 32-row tile is a quarter to a half padding
-    // (its products computed all the same); three 16-row tiles of the 2-n-tile shape pad less. H100,
+    // SwiGLU at 33-48 rows: the 4-n-tile shape's two 32-row tiles are a quarter (48 rows) to a half
+    // (33) padding, whose products are computed all the same; the 2-n-tile shape's three 16-row
+    // tiles pad at most 15 rows. H100,
     // 9B Q4_0 tg32 @ d512 (2026-12-06, the shape forced, same bits): B = 48 5,190 / 5,192 / 5,194 ->
     // 5,400 / 5,403 tok/s; at B = 64, where the 32-row tiles fill, 6,141 -> 6,097 / 6,102 (kept).
     if (!kEmulated && swiglu && rows > 32 && rows <= 48) first = 2;
