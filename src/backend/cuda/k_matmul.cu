@@ -112,9 +112,9 @@ Config pick_config(int64_t rows, int64_t groups, int segs, bool swiglu, GgmlType
     first = rows <= 32 ? 1 : 0, last = kShapeCount - 1, want = 2 * int64_t{sm_count()};
     // SwiGLU at 33-48 rows: the 4-n-tile shape's two 32-row tiles are a quarter (48 rows) to a half
     // (33) padding, whose products are computed all the same; the 2-n-tile shape's three 16-row
-    // tiles pad at most 15 rows. H100,
-    // 9B Q4_0 tg32 @ d512 (2026-12-06, the shape forced, same bits): B = 48 5,190 / 5,192 / 5,194 ->
-    // 5,400 / 5,403 tok/s; at B = 64, where the 32-row tiles fill, 6,141 -> 6,097 / 6,102 (kept).
+    // tiles pad at most 15 rows. H100, 9B Q4_0 tg32 @ d512 (2026-12-06, the shape forced, same
+    // bits): B = 48 5,190 / 5,192 / 5,194 -> 5,400 / 5,403 tok/s; at B = 64, where the 32-row tiles
+    // fill, 6,141 -> 6,097 / 6,102 (kept).
     if (!kEmulated && swiglu && rows > 32 && rows <= 48) first = 2;
     // The same for launches under two blocks an SM at the 2-n-tile 4-warp shape (H200, 9B Q4_0
     // tg32 @ d512, 2026-12-03, threshold 1 / 2 / 4 blocks an SM: B = 24 3,761 / 3,821 / 3,848, B = 32
