@@ -368,7 +368,6 @@ TEST(KvBlocks, PrefixCacheCountsASharedBlockOnce) {
   EXPECT_EQ(pool->blocks_in_use(), 0);  // the cache let go of everything
 }
 
-
 // The decode step's mixed-depth test (the CUDA split attention's work list, and a decode graph key):
 // true only for one row a sequence whose own KV blocks are under 3/4 of every sequence at the deepest.
 TEST(StepPlanMixedDepths, OneDeepSequenceAmongShallowOnesIsMixed) {
@@ -389,7 +388,6 @@ TEST(StepPlanMixedDepths, OneDeepSequenceAmongShallowOnesIsMixed) {
   EXPECT_TRUE(plan_of({{3 * b - 1, 1}, {0, 1}}).mixed_depths(b));
   EXPECT_FALSE(plan_of({{3 * b - 1, 1}, {2 * b - 1, 1}}).mixed_depths(b));
 }
-
 
 // The step upload's layout (backend/cuda/device_step.h): every offset a recorded graph's kernels
 // read depends on the step's shape, not on the attention work list's length.

@@ -30,6 +30,8 @@ struct StepSeq {
   int32_t row0 = 0;    // first activation row of this sequence
   int32_t n_rows = 0;  // its tokens in this step
   int32_t pos0 = 0;    // position of its first token (= tokens already in its cache)
+  // Blocks of `block` positions its keys fill after this step (the attention's splits).
+  int32_t kv_blocks(int32_t block) const { return (pos0 + n_rows + block - 1) / block; }
 };
 
 struct StepPlan {
@@ -51,7 +53,7 @@ struct StepPlan {
   bool mixed_depths(int32_t block) const {
     if (seqs.empty() || static_cast<int64_t>(seqs.size()) != n_rows()) return false;
     int64_t own = 0;
-    for (const StepSeq& s : seqs) own += (s.pos0 + s.n_rows + block - 1) / block;
+    for (const StepSeq& s : seqs) own += s.kv_blocks(block);
     const int64_t deepest = (max_kv_len() + block - 1) / block;
     return 4 * own < 3 * deepest * static_cast<int64_t>(seqs.size());
   }

@@ -310,11 +310,12 @@ void CudaBackend::on_step(const StepPlan& plan) {
   const int32_t n_seqs = static_cast<int32_t>(plan.seqs.size());
   const int32_t n_layers = n_seqs ? static_cast<int32_t>(plan.seqs[0].cache->layers.size()) : 0;
   const size_t n_ptr = static_cast<size_t>(n_layers) * n_seqs;
-  // Mixed depths: the split attention's work list (DeviceStep::attn_items), after the ints.
+  // Mixed depths: the split attention's work list (DeviceStep::attn_items), each sequence's own
+  // splits, after the pointer tables (step_upload_layout).
   const bool mixed = plan.mixed_depths(kKvBlock);
   size_t n_items = 0;
   if (mixed)
-    for (const StepSeq& q : plan.seqs) n_items += static_cast<size_t>((q.pos0 + q.n_rows + kKvBlock - 1) / kKvBlock);
+    for (const StepSeq& q : plan.seqs) n_items += static_cast<size_t>(q.kv_blocks(kKvBlock));
   const cuda::StepUploadLayout layout = cuda::step_upload_layout(n_rows, n_seqs, n_layers, mixed, n_items);
   const size_t ptr_off = layout.ptr_off, total = layout.total;
   if (total > step_capacity_) {
@@ -345,7 +346,7 @@ void CudaBackend::on_step(const StepPlan& plan) {
     for (int32_t s = 0; s < n_seqs; ++s) {
       const StepSeq& q = plan.seqs[s];
       item_off[s] = at;
-      const int32_t splits = (q.pos0 + q.n_rows + kKvBlock - 1) / kKvBlock;
+      const int32_t splits = q.kv_blocks(kKvBlock);
       MEMRA_ASSERT(s < 32768 && splits <= 65536, "attention work list: sequence {} of {} splits", s, splits);
       for (int32_t j = 0; j < splits; ++j) items[at++] = s * 65536 + j;
     }
