@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Session 41, second device phase (run on an H100): MEMRA_CUDA_SEG_PACK (K segments a tiled matmul
+# block sums in turn; same bits) swept over B and pp512 on 9B Q4_0, per-op profiles at B = 64 with
+# and without packing, the packed-segment GPU test, and per-kernel durations of one decode step at
+# B = 1 (ncu, kernels serialized, caches not flushed) for the idle-time analysis of issue 10.
+# Carry .gpu/bundle.tar.xz only.
+set -u
+[ -x /tmp/g/bin/memra ] || { mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g; }
+export LD_LIBRARY_PATH=/tmp/g/lib
+M=/tmp/g/bin/memra
+F=/tmp/9b.gguf
+[ -f $F ] || $M synth --arch qwen35 --shape 9b --type q4_0 -o $F > /dev/null 2>&1
+{
+nvidia-smi --query-gpu=name --format=csv,noheader
+case "${1:?phase}" in
+  s)
+    /tmp/g/bin/memra_tests --gtest_filter='GpuMatmul.Packed*:GpuMatmul.RowsAre*' 2>&1 | tail -4
+    for round in 1 2; do
+      for P in 1 2 4 8; do
+        echo "== seg pack $P (round $round)"
+        MEMRA_CUDA_SEG_PACK=$P $M bench -m $F --device cuda -p 512 -n 32 -b 1,4,16,32,64 -d 512 -r 1 --ctx 8192 2>&1 \
+          | grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-9
+      done
+    done
+    MEMRA_CUDA_SEG_PACK=8 $M bench -m $F --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 --verify-exact 2>&1 | grep verify-exact
+    for P in 1 8; do
+      echo "== profile B = 64, seg pack $P"
+      MEMRA_CUDA_SEG_PACK=$P MEMRA_CUDA_PROFILE=1 $M bench -m $F --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 2>&1 \
+        | grep -E 'r64|deltanet|act_f16|rms_norm' | head -14
+    done ;;
+  k)
+    # One decode step's kernels at B = 1 in isolation: skip the prefill (512 tokens) and a few
+    # tokens, then 3 tokens' launches. Sum of durations vs the step's time = the bubbles.
+    MEMRA_CUDA_GRAPHS=0 timeout 200 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+      --csv --launch-skip 2000 --launch-count 1100 $M bench -m $F --device cuda -p 0 -n 12 -b 1 -d 512 -r 1 --ctx 8192 \
+      > $OUT/ncu-b1-durations.csv 2>/dev/null
+    python3 - <<'PY'
+import csv, collections, os
+rows = [r for r in csv.reader(open(os.environ['OUT'] + '/ncu-b1-durations.csv')) if len(r) > 10 and r[-3] == 'gpu__time_duration.sum']
+tot = collections.Counter(); cnt = collections.Counter()
+for r in rows:
+    name = r[4].split('(')[0][-60:]; v = float(r[-1].replace(',', ''))
+    unit = r[-2]
+    v = v / 1000 if unit == 'nsecond' else v * 1000 if unit == 'msecond' else v
+    tot[name] += v; cnt[name] += 1
+s = sum(tot.values())
+print(f"kernels {len(rows)}, sum {s:.1f} us")
+for n, v in tot.most_common(25): print(f"  {v:9.1f} us {cnt[n]:5d} x {v/cnt[n]:7.2f}  {n}")
+PY
+    ;;
+esac
+} 2>&1 | tee $OUT/s41-$1.log
