@@ -28,10 +28,18 @@ case "${1:?phase}" in
       MEMRA_CUDA_SEG_PACK=$P MEMRA_CUDA_PROFILE=1 $M bench -m $F --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 2>&1 \
         | grep -E 'r64|deltanet|act_f16|rms_norm' | head -14
     done ;;
+  l)  # the short form (one start's worth of device time left): packs 1, 2, 8, then 1 and 8 again
+    /tmp/g/bin/memra_tests --gtest_filter='GpuMatmul.Packed*' 2>&1 | tail -2
+    for P in 1 2 8 1 8; do
+      echo "== seg pack $P"
+      MEMRA_CUDA_SEG_PACK=$P $M bench -m $F --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 1 --ctx 8192 2>&1 \
+        | grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-9
+    done
+    MEMRA_CUDA_SEG_PACK=8 $M bench -m $F --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 --verify-exact 2>&1 | grep verify-exact ;;
   k)
     # One decode step's kernels at B = 1 in isolation: skip the prefill (512 tokens) and a few
     # tokens, then 3 tokens' launches. Sum of durations vs the step's time = the bubbles.
-    MEMRA_CUDA_GRAPHS=0 timeout 200 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+    MEMRA_CUDA_GRAPHS=0 timeout 120 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
       --csv --launch-skip 2000 --launch-count 1100 $M bench -m $F --device cuda -p 0 -n 12 -b 1 -d 512 -r 1 --ctx 8192 \
       > $OUT/ncu-b1-durations.csv 2>/dev/null
     python3 - <<'PY'
