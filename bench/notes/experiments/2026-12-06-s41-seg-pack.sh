@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Session 41, second device phase (run on an H100): MEMRA_CUDA_SEG_PACK (K segments a tiled matmul
-# block sums in turn; same bits) swept over B and pp512 on 9B Q4_0, per-op profiles at B = 64 with
-# and without packing, the packed-segment GPU test, and per-kernel durations of one decode step at
-# B = 1 (ncu, kernels serialized, caches not flushed) for the idle-time analysis of issue 10.
+# Prepared in session 41, NOT run (every start after the first four calls was refused): the first
+# GPU run of MEMRA_CUDA_SEG_PACK (e300796: K segments a tiled matmul block sums in turn; same bits).
+#   l: the short form: the packed-segment GPU test, packs 1 / 2 / 8 / 1 / 8 at pp512 and B = 1, 16,
+#      64 (9B Q4_0), --verify-exact at pack 8 (~250 s with the synth)
+#   s: the full sweep (packs 1, 2, 4, 8, two rounds, B = 1, 4, 16, 32, 64) and per-op profiles at
+#      B = 64 with packs 1 and 8 (which matrices gain: ffn_down's 8 segments, the 2-segment ones)
+#   m: 35B-A3B (the grouped gate+up has 2 segments): packs 1 / 2 / 1 / 2 at pp512, B = 1, 16, 64
+#   k: per-kernel durations of B = 1 decode steps (ncu, kernels serialized, caches not flushed):
+#      their sum against the step's time is the idle share issue 10 asks for
+# Then set seg_pack()'s rule in k_matmul.cu from the rows (by rows and segments), or delete the knob.
 # Carry .gpu/bundle.tar.xz only.
 set -u
 [ -x /tmp/g/bin/memra ] || { mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g; }
 export LD_LIBRARY_PATH=/tmp/g/lib
 M=/tmp/g/bin/memra
 F=/tmp/9b.gguf
-[ -f $F ] || $M synth --arch qwen35 --shape 9b --type q4_0 -o $F > /dev/null 2>&1
+[ "${1:-}" = m ] || [ -f $F ] || $M synth --arch qwen35 --shape 9b --type q4_0 -o $F > /dev/null 2>&1
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:?phase}" in
@@ -36,6 +42,14 @@ case "${1:?phase}" in
         | grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-9
     done
     MEMRA_CUDA_SEG_PACK=8 $M bench -m $F --device cuda -p 0 -n 16 -b 64 -d 512 -r 1 --ctx 8192 --verify-exact 2>&1 | grep verify-exact ;;
+  m)
+    G=/tmp/35b.gguf
+    [ -f $G ] || $M synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o $G > /dev/null 2>&1
+    for P in 1 2 1 2; do
+      echo "== 35B-A3B seg pack $P"
+      MEMRA_CUDA_SEG_PACK=$P $M bench -m $G --device cuda -p 512 -n 32 -b 1,16,64 -d 512 -r 1 --ctx 8192 2>&1 \
+        | grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-9
+    done ;;
   k)
     # One decode step's kernels at B = 1 in isolation: skip the prefill (512 tokens) and a few
     # tokens, then 3 tokens' launches. Sum of durations vs the step's time = the bubbles.

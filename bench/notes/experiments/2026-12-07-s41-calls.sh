@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in session 40 for the next device session (not run). Carry .gpu/bundle.tar.xz (main:
+# Prepared in session 40 for the next device session; run in session 41 (H100, all four phases:
+# bench/results/2026-12-06-1439-h100-session41.md). Carry .gpu/bundle.tar.xz (main:
 # `cmake --build build && scripts/gpu-bundle.sh build`), + .gpu/fx.tar.xz for phase t (the bundle
 # and the fixtures together fit the 64 MiB carry; a second memra .xz beside them does not).
 # Copy back only this call's files (session 40 copied every old gpu-check file and the transfer's
