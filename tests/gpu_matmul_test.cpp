@@ -134,8 +134,9 @@ TEST(GpuMatmul, SplitStreamingUnitsGiveTheBitsOfOneWarpAUnit) {
 // K segments packed several a block (MEMRA_CUDA_SEG_PACK: a block sums its segments in turn and
 // folds them into the tree as it goes, the cluster combines the rest) give the bits of one segment
 // a block: 2 segments (1,024 columns) and 8 (8,192), packs 2, 4 and 8, plain and SwiGLU launches,
-// at 3 rows (the 1-n-tile shapes) and 20 (the emulation's 8-n-tile shape; 40 on the GPU, where
-// pick_config chooses by the launch's size).
+// at 3 rows (the 1-n-tile shapes) and 20 (the emulation's 8-n-tile shape, where only BF16's
+// halved warps leave room for the pending partials: run() lowers the pack rather than the warps;
+// 40 rows on the GPU, where pick_config chooses by the launch's size).
 TEST(GpuMatmul, PackedSegmentsGiveTheBitsOfOneSegmentABlock) {
   MEMRA_GPU_OR_SKIP(gpu);
   gpu.reset();

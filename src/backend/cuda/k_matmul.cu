@@ -251,8 +251,15 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
                      (sums ? c.nt * kSumTileBytes : 0)) +
            8 * 8 * c.nt + 8 * kStages + static_cast<int>(pending_bytes(args.seg_pack, warps, c.mt * c.nt * 4));
   };
+  // Packing never costs warps: the warps are sized for the stages alone, then the pack is lowered
+  // until its pending partials (log2(pack) sets of a warp's accumulators) fit beside them (the
+  // 2, 8, 12-warp shape has no room for them: 98 KB at pack 2).
+  const int pack_wanted = args.seg_pack;
+  args.seg_pack = 1;
   while (c.warps > 1 && smem(c.warps) > kSmemBudget) c.warps /= 2;
   MEMRA_ASSERT(smem(c.warps) <= kSmemBudget, "matmul: {} bytes of shared memory for one warp", smem(c.warps));
+  args.seg_pack = pack_wanted;
+  while (args.seg_pack > 1 && smem(c.warps) > kSmemBudget) args.seg_pack /= 2;
   // Row tiles span targets (matmul_kernel.cuh): a launch of several projections runs as many
   // blocks as its row groups need, not a partial tile per target. Each target starts at a
   // multiple of a warp's m-tiles. H100, 9B Q4_0 pp512 (2026-12-05): under ncu the fused GDN
