@@ -8,6 +8,9 @@
 #   m: 35B-A3B (the grouped gate+up has 2 segments): packs 1 / 2 / 1 / 2 at pp512, B = 1, 16, 64
 #   k: per-kernel durations of B = 1 decode steps (ncu, kernels serialized, caches not flushed):
 #      their sum against the step's time is the idle share issue 10 asks for
+# The default (pack 1) runs the changed kernel as well and has not run on a GPU either: compare its
+# rows with bench/results/2026-12-06-1439-h100-session41.md section 1 (34cf67d, H100: B = 1 371,
+# 16 3,987, 64 6,130 tok/s @ d512; pp512 11,147) before anything else.
 # Then set seg_pack()'s rule in k_matmul.cu from the rows (by rows and segments), or delete the knob.
 # Carry .gpu/bundle.tar.xz only.
 set -u

@@ -196,8 +196,7 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
 // fewer cluster barriers and longer pipelines for fewer blocks. The bits never change.
 int g_seg_pack = 0;  // MEMRA_CUDA_SEG_PACK: 0 the rule (below), else at most that many
 
-int seg_pack(int segs, int64_t rows) {
-  (void)rows;
+int seg_pack(int segs) {
   const int most = g_seg_pack > 0 ? g_seg_pack : 1;
   int pack = 1;
   while (pack * 2 <= most && segs % (pack * 2) == 0) pack *= 2;
@@ -233,7 +232,7 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
     }
   }
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
-  args.seg_pack = seg_pack(args.segs, shape_rows);
+  args.seg_pack = seg_pack(args.segs);
   Config c = pick_config(shape_rows, groups_total, args.segs / args.seg_pack, args.swiglu != 0, type);
   MEMRA_ASSERT(!args.tiles || 8 * c.nt == args.tile_rows,
                "matmul_grouped: a block list of {}-row tiles for a launch of {}-row tiles", args.tile_rows,
@@ -391,7 +390,7 @@ int grouped_tile_rows(const DevWeight& w, bool swiglu, int groups, int64_t max_r
   // run()'s choice for matmul_grouped's launch (never the streaming kernel: it takes no groups).
   const int64_t shape_rows = std::min<int64_t>(max_rows, 16);
   const int segs = k_segments(w.n_kt);
-  return 8 * pick_config(shape_rows, w.n_rg * groups, segs / seg_pack(segs, shape_rows), swiglu, w.type).nt;
+  return 8 * pick_config(shape_rows, w.n_rg * groups, segs / seg_pack(segs), swiglu, w.type).nt;
 }
 
 }  // namespace memra::cuda
