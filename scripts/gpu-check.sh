@@ -136,13 +136,6 @@ if [ "$MODE" = all ] || [ "$MODE" = batch ]; then
     --ctx 8192 --verify-exact --jsonl "$JSONL.bf16-state" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
     | grep -v '| model |' | tee -a "$MD"
   [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, bf16 state: FAILED (see above)" | tee -a "$MD"
-  # K segments packed 8 a block in the tiled matmul (MEMRA_CUDA_SEG_PACK=8; the default packs none
-  # until measured): same bits, against the rows above.
-  echo "seg pack 8 (MEMRA_CUDA_SEG_PACK=8):" | tee -a "$MD"
-  MEMRA_CUDA_SEG_PACK=8 "$BUILD/memra" bench -m "$Q4_9B" --device cuda -p 0 -n 64 -b 1,16,64 -d 512 -r "$REPS" \
-    --ctx 8192 --verify-exact --jsonl "$JSONL.seg-pack-8" 2> >(grep -E 'verify-exact|error' >&2) | grep -E '^\| [^-]' \
-    | grep -v '| model |' | sed -E "s/\\| tg64 /| tg64 seg-pack-8 /" | tee -a "$MD"
-  [ "${PIPESTATUS[0]}" = 0 ] || echo "batched decode, seg pack 8: FAILED (see above)" | tee -a "$MD"
   # Mixed depths, as in serving: each batch's first sequence 32,000 deep, the others at 512 (the
   # split attention walks a list of each sequence's own splits; compare with d512 above).
   echo "mixed depths (--deep 32000):" | tee -a "$MD"

@@ -131,51 +131,6 @@ TEST(GpuMatmul, SplitStreamingUnitsGiveTheBitsOfOneWarpAUnit) {
   }
 }
 
-// K segments packed several a block (MEMRA_CUDA_SEG_PACK: a block sums its segments in turn and
-// folds them into the tree as it goes, the cluster combines the rest) give the bits of one segment
-// a block: 2 segments (1,024 columns) and 8 (8,192), packs 2, 4 and 8, plain and SwiGLU launches,
-// at 3 rows (the 1-n-tile shapes) and 20 (the emulation's 8-n-tile shape, where only BF16's
-// halved warps leave room for the pending partials: run() lowers the pack rather than the warps;
-// 40 rows on the GPU, where pick_config chooses by the launch's size).
-TEST(GpuMatmul, PackedSegmentsGiveTheBitsOfOneSegmentABlock) {
-  MEMRA_GPU_OR_SKIP(gpu);
-  gpu.reset();
-  const int64_t n_out = emulated() ? 40 : 1000;
-  // The emulation: a plain quant, one with the min term's sums, a float type with low parts.
-  std::vector<GgmlType> types(std::begin(kTypes), std::end(kTypes));
-  if (emulated()) types = {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::BF16};
-  for (int64_t n_in : {int64_t{1024}, int64_t{8192}}) {
-    for (GgmlType t : types) {
-      HostWeight w = make_weight(t, n_in, n_out, 51), up = make_weight(t, n_in, n_out, 53);
-      for (int64_t rows : {int64_t{3}, int64_t{emulated() ? 20 : 40}}) {
-        const auto x = test::normal_floats(static_cast<size_t>(rows * n_in), 1.0f, 52);
-        std::vector<float> plain1, swiglu1;
-        for (int pack : {1, 2, 4, 8}) {
-          CudaOptions o = test::gpu_options();
-          o.seg_pack = pack;
-          auto be = test::make_gpu_backend(o);
-          auto plain = run_matmul(*be, w, x, rows);
-          WeightRef wg = w.ref, wu = up.ref;
-          be->upload_matrix(wg, w.bytes.data());
-          be->upload_matrix(wu, up.bytes.data());
-          test::DevFloats dx(*be, x), act(*be, rows * n_out);
-          be->reset_scratch();
-          be->swiglu(wg, wu, dx.get(), act.get(), rows);
-          auto sw = act.download();
-          if (pack == 1) {
-            plain1 = plain, swiglu1 = sw;
-            continue;
-          }
-          const std::string what = std::string(quant::type_name(t)) + " n_in " + std::to_string(n_in) + " rows " +
-                                   std::to_string(rows) + ": segments packed " + std::to_string(pack) + " a block";
-          EXPECT_EQ(0, std::memcmp(plain.data(), plain1.data(), plain.size() * 4)) << what << " differ from one";
-          EXPECT_EQ(0, std::memcmp(sw.data(), swiglu1.data(), sw.size() * 4)) << "swiglu " << what << " differ from one";
-        }
-      }
-    }
-  }
-}
-
 // Fused launches (several projections of one input; the SwiGLU pair) give exactly the bits of
 // separate matmuls (+ silu_mul). The projections' row groups (16, 3, 1) leave row tiles that hold
 // the end of one projection and the start of the next. One row takes the one-row forms: on a GPU

@@ -19,7 +19,6 @@ struct CudaOptions {
   bool graphs = true;                // MEMRA_CUDA_GRAPHS: record decode steps as graphs and replay them
   bool pdl = true;                   // MEMRA_CUDA_PDL: programmatic dependent launch
   int32_t stream_parts = 0;          // MEMRA_CUDA_STREAM_PARTS: warps a one-row matmul unit takes (0: rule)
-  int32_t seg_pack = 0;              // MEMRA_CUDA_SEG_PACK: K segments a tiled matmul block sums (0: rule)
   GgmlType kv_type = GgmlType::F16;  // MEMRA_CUDA_KV: F16, or Q8_0 (8-bit blocks, f16 scale per 32)
   // The attention's split step on the tensor cores where the shape allows (k_attention_tc.cu); not a knob:
   // tests turn it off to compare the two kernels.

@@ -30,9 +30,6 @@ constexpr Knob kKnobs[] = {
      "warps each (row group, K segment) unit of a one-row matmul is split over: 0 picks by matrix size "
      "(small matrices 4), 1 never splits; capped at 8 / K segments (one warp a unit from 8192 columns); "
      "the bits never change"},
-    {"MEMRA_CUDA_SEG_PACK", Kind::Int, "0", 0, 8,
-     "K segments (of a matrix's canonical summation order) each block of the tiled matmul sums in turn: "
-     "0 the rule (one a block until measured), else at most 1, 2, 4 or 8; the bits never change"},
     {"MEMRA_CUDA_KV", Kind::String, "f16", 0, 0,
      "CUDA KV cache: f16, or q8_0 (8-bit blocks with an f16 scale per 32 values: 47% less KV memory "
      "and traffic)",

@@ -19,7 +19,6 @@ EngineOptions engine_options_from_knobs() {
   c.graphs = knobs::get_bool("MEMRA_CUDA_GRAPHS");
   c.pdl = knobs::get_bool("MEMRA_CUDA_PDL");
   c.stream_parts = static_cast<int32_t>(knobs::get_int("MEMRA_CUDA_STREAM_PARTS"));
-  c.seg_pack = static_cast<int32_t>(knobs::get_int("MEMRA_CUDA_SEG_PACK"));
   c.kv_type = knobs::get_string("MEMRA_CUDA_KV") == "q8_0" ? GgmlType::Q8_0 : GgmlType::F16;
   c.profile = knobs::get_bool("MEMRA_CUDA_PROFILE");
   return o;

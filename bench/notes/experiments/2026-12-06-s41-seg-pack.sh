@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RUN in session 42 (phases l and k; bench/results/2026-12-06-1840-h100-session42.md): the knob lost
+# and was deleted, so phases l, s and m no longer run on main; phase k still does.
 # Prepared in session 41, NOT run (every start after the first four calls was refused): the first
 # GPU run of MEMRA_CUDA_SEG_PACK (e300796: K segments a tiled matmul block sums in turn; same bits).
 #   l: the short form: the packed-segment GPU test, packs 1 / 2 / 8 / 1 / 8 at pp512 and B = 1, 16,

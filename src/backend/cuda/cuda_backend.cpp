@@ -73,7 +73,6 @@ CudaBackend::CudaBackend(const CudaOptions& options) {
   pdl_option_ = options.pdl;
   set_pdl_enabled(options.pdl);
   set_stream_parts(options.stream_parts);
-  set_seg_pack(options.seg_pack);
   kv_type_ = options.kv_type;
   attn_tc_ = options.attn_tc;
   if (kv_type_ != GgmlType::F16 && kv_type_ != GgmlType::Q8_0)

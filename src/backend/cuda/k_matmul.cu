@@ -192,17 +192,6 @@ bool plan_stream(Args& a, GgmlType type, int64_t total_rg, int& warps, int& per_
   return false;
 }
 
-// Segments a block of the tiled kernel sums one after another (matmul_kernel.cuh, seg_pack):
-// fewer cluster barriers and longer pipelines for fewer blocks. The bits never change.
-int g_seg_pack = 0;  // MEMRA_CUDA_SEG_PACK: 0 the rule (below), else at most that many
-
-int seg_pack(int segs) {
-  const int most = g_seg_pack > 0 ? g_seg_pack : 1;
-  int pack = 1;
-  while (pack * 2 <= most && segs % (pack * 2) == 0) pack *= 2;
-  return pack;
-}
-
 // grid_z: the launch's grid z (1; grouped launches: their slots, or their block list's entries).
 void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups, int n, cudaStream_t stream,
          int grid_z = 1) {
@@ -232,8 +221,7 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
     }
   }
   const int64_t shape_rows = args.shape_rows > 0 ? args.shape_rows : args.rows;
-  args.seg_pack = seg_pack(args.segs);
-  Config c = pick_config(shape_rows, groups_total, args.segs / args.seg_pack, args.swiglu != 0, type);
+  Config c = pick_config(shape_rows, groups_total, args.segs, args.swiglu != 0, type);
   MEMRA_ASSERT(!args.tiles || 8 * c.nt == args.tile_rows,
                "matmul_grouped: a block list of {}-row tiles for a launch of {}-row tiles", args.tile_rows,
                8 * c.nt);
@@ -248,17 +236,10 @@ void run(Args& args, GgmlType type, int64_t groups_total, const int64_t* groups,
     const bool sums = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
     return kStages * (warps * c.mt * args.tile_bytes + c.nt * kActTileBytes * (lo ? 2 : 1) +
                      (sums ? c.nt * kSumTileBytes : 0)) +
-           8 * 8 * c.nt + 8 * kStages + static_cast<int>(pending_bytes(args.seg_pack, warps, c.mt * c.nt * 4));
+           8 * 8 * c.nt + 8 * kStages;
   };
-  // Packing never costs warps: the warps are sized for the stages alone, then the pack is lowered
-  // until its pending partials (log2(pack) sets of a warp's accumulators) fit beside them (the
-  // 2, 8, 12-warp shape has no room for them: 98 KB at pack 2).
-  const int pack_wanted = args.seg_pack;
-  args.seg_pack = 1;
   while (c.warps > 1 && smem(c.warps) > kSmemBudget) c.warps /= 2;
   MEMRA_ASSERT(smem(c.warps) <= kSmemBudget, "matmul: {} bytes of shared memory for one warp", smem(c.warps));
-  args.seg_pack = pack_wanted;
-  while (args.seg_pack > 1 && smem(c.warps) > kSmemBudget) args.seg_pack /= 2;
   // Row tiles span targets (matmul_kernel.cuh): a launch of several projections runs as many
   // blocks as its row groups need, not a partial tile per target. Each target starts at a
   // multiple of a warp's m-tiles. H100, 9B Q4_0 pp512 (2026-12-05): under ncu the fused GDN
@@ -312,11 +293,6 @@ Args base_args(const DevWeight& w, const F16Act& x) {
 void set_stream_parts(int parts) {
   MEMRA_ASSERT(parts >= 0 && parts <= 4);
   g_stream_parts = parts;
-}
-
-void set_seg_pack(int pack) {
-  MEMRA_ASSERT(pack >= 0 && pack <= 8);  // the knob's range; seg_pack() takes the power of two below
-  g_seg_pack = pack;
 }
 
 void matmul(const MatmulTarget* targets, int n, const F16Act& x, cudaStream_t stream) {
@@ -388,9 +364,7 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
 
 int grouped_tile_rows(const DevWeight& w, bool swiglu, int groups, int64_t max_rows) {
   // run()'s choice for matmul_grouped's launch (never the streaming kernel: it takes no groups).
-  const int64_t shape_rows = std::min<int64_t>(max_rows, 16);
-  const int segs = k_segments(w.n_kt);
-  return 8 * pick_config(shape_rows, w.n_rg * groups, segs / seg_pack(segs), swiglu, w.type).nt;
+  return 8 * pick_config(std::min<int64_t>(max_rows, 16), w.n_rg * groups, k_segments(w.n_kt), swiglu, w.type).nt;
 }
 
 }  // namespace memra::cuda

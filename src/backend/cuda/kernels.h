@@ -94,8 +94,6 @@ void matmul_grouped(const DevWeight& w, const DevWeight* up, const F16Act& x, co
 void set_pdl_enabled(bool on);
 // MEMRA_CUDA_STREAM_PARTS: warps per unit of the one-row streaming matmul (0: k_matmul.cu's rule).
 void set_stream_parts(int parts);
-// MEMRA_CUDA_SEG_PACK: K segments a block of the tiled matmul sums in turn (0: k_matmul.cu's rule).
-void set_seg_pack(int pack);
 
 // ---- mixture of experts (k_moe.cu) ----
 // Device buffers of one layer's routing: per row the k selected experts and their weights (rank

@@ -39,9 +39,7 @@ struct Args {
   int tile_begin[kMaxTargets + 1];  // first row group of each target, all targets numbered end to end
   int n_targets;
   int swiglu;
-  int segs;             // K segments (matmul_order.h)
-  int seg_pack;         // consecutive segments a block computes (1, 2, 4 or 8; divides segs): the
-                        // cluster along grid y is segs / seg_pack blocks
+  int segs;             // K segments (matmul_order.h): the blocks of a cluster along grid y
   int64_t group_stride;
   int tile_bytes;
   int n_kt;
@@ -103,13 +101,10 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
   constexpr int lo_off = NT * kActTileBytes, sums_off = Sh::kActBytes;
   const int act_off = n_warps * Sh::kWarpStage;
 
-  // Which target, row groups and K segments this CTA owns: segments [seg0, seg0 + seg_pack), its
-  // place in the cluster of the row tile's segs / seg_pack blocks.
-  const int pack = a.seg_pack, cl = a.segs / pack;
-  const int cb = static_cast<int>(blockIdx.y) % cl;
-  const int tile = static_cast<int>(blockIdx.y) / cl;
-  const int seg0 = cb * pack;
-  const int kt0 = seg0 * a.n_kt / a.segs, kt1 = (seg0 + pack) * a.n_kt / a.segs;
+  // Which target, row groups and K segment this CTA owns.
+  const int seg = static_cast<int>(blockIdx.y) % a.segs;
+  const int tile = static_cast<int>(blockIdx.y) / a.segs;
+  const int kt0 = seg * a.n_kt / a.segs, kt1 = (seg + 1) * a.n_kt / a.segs;
   // Row tiles run over the targets' row groups end to end (a tile may hold the end of one target
   // and the start of the next); each target starts at a multiple of a warp's m-tiles (run()), so
   // a warp's row groups are one target's. Warps past the last target's rows copy and store nothing.
@@ -165,9 +160,6 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
   int64_t* src_row = reinterpret_cast<int64_t*>(smem + STAGES * stage_bytes);  // after the stages
   // Stage s's bulk copies complete on bars[s] (below).
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + STAGES * stage_bytes + 8 * 8 * NT);
-  // A packed block's finished segments (seg_pack > 1): the pending partials of the pairwise tree,
-  // level l holding a sum of 2^l segments, [level][warp][elem][lane] (each lane its own words).
-  float* pend = reinterpret_cast<float*>(smem + STAGES * stage_bytes + 8 * 8 * NT + 8 * STAGES);
   for (int r = tid; r < rows_here; r += blockDim.x) {
     const int64_t lr = row0 + n8_0 * 8 + r;
     src_row[r] = a.act_row ? a.act_row[lr] : lr;
@@ -273,35 +265,6 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
 
-  // A packed block walks its segments' k-tiles as one range; at each segment's end its partial
-  // joins matmul_order.h's tree as a binary counter does: segment j's sum is carried up while bit l
-  // of j is set (level l's pending sum + the carry: the tree's node of that level), and parked at
-  // the first clear bit. After the last segment (j = seg_pack - 1, every bit set) acc holds the
-  // block's subtree: P0 + P1 (pack 2), ((P0 + P1) + (P2 + P3)) (4), the whole tree (8).
-  constexpr int kElems = MT * NT * 4;
-  auto pend_at = [&](int level, int e) { return pend + ((level * n_warps + warp) * kElems + e) * 32 + lane; };
-  auto fold_pending = [&](int j, bool park) {
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int e = (m * NT + n) * 4 + i;
-          float carry = acc[m][n][i];
-          int level = 0;
-          for (; (j >> level) & 1; ++level) carry = __fadd_rn(*pend_at(level, e), carry);
-          if (park) {
-            *pend_at(level, e) = carry;
-            acc[m][n][i] = 0.0f;
-          } else {
-            acc[m][n][i] = carry;
-          }
-        }
-  };
-  int seg_j = 0;  // the block's segment being summed
-  int seg_end = (seg0 + 1) * a.n_kt / a.segs;
-
 #pragma unroll 1
   for (int kt = kt0; kt < kt1; ++kt) {
     // Groups committed so far: 2 (STAGES - 1) + kt; k-tile kt's data is in the one that leaves
@@ -357,20 +320,15 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
         for (int m = 0; m < MT; ++m) min_term<T, !ONE_ROW>(regs[m], sf, acc[m][n]);
       }
     }
-    if (kt + 1 == seg_end && kt + 1 < kt1) {
-      fold_pending(seg_j, true);
-      ++seg_j;
-      seg_end = (seg0 + seg_j + 1) * a.n_kt / a.segs;
-    }
   }
   cp_async_wait<0>();
-  if (pack > 1) fold_pending(seg_j, false);
 
-  // The blocks' subtrees meet in the rest of the canonical tree (matmul_order.h): each block of the
-  // cluster leaves its partials in its own shared memory, and block `cb` finishes the elements
-  // whose index is cb modulo the cluster's size, reading every block's partial of them.
+  // The segments' sums meet in the canonical tree (matmul_order.h): each block of the cluster
+  // leaves its partials in its own shared memory, and block `seg` finishes the elements whose
+  // index is seg modulo segs, reading every block's partial of them.
+  constexpr int kElems = MT * NT * 4;
   float* part = reinterpret_cast<float*>(smem) + (warp * kElems) * 32 + lane;  // [warp][elem][lane]
-  if (cl > 1) {
+  if (a.segs > 1) {
     __syncthreads();  // every warp is done with the stages the partials overwrite
 #pragma unroll
     for (int m = 0; m < MT; ++m)
@@ -381,9 +339,9 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
     cluster_sync();
   }
   auto total = [&](int m, int n, int i) {
-    if (cl == 1) return acc[m][n][i];
+    if (a.segs == 1) return acc[m][n][i];
     float* p = part + ((m * NT + n) * 4 + i) * 32;
-    return segment_tree(cl, [&](int s) { return *cluster_map(p, s); });
+    return segment_tree(a.segs, [&](int s) { return *cluster_map(p, s); });
   };
 
   // Epilogue: scale by the row exponent, then store / accumulate / SwiGLU.
@@ -398,7 +356,7 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int i = 2 * h + cc;
-          if (((m * NT + n) * 4 + i) % cl != cb) continue;
+          if (((m * NT + n) * 4 + i) % a.segs != seg) continue;
           const int64_t j = static_cast<int64_t>(rg) * kGroupRows + g + 8 * h;
           if (lr >= rows || j >= tg.n_out) continue;
           const int r = static_cast<int>(lr - n8_0 * 8);  // staged row
@@ -415,20 +373,12 @@ __global__ void __launch_bounds__(THREADS) matmul_kernel(const Args a) {
       }
     }
   }
-  if (cl > 1) cluster_sync();  // no block leaves while another reads its partials
+  if (a.segs > 1) cluster_sync();  // no block leaves while another reads its partials
 }
 
 struct Config {
   int mt, nt, warps;
 };
-
-// Shared memory for a packed block's pending partials (matmul_kernel): log2(pack) levels of every
-// warp's `elems` accumulators a lane.
-constexpr size_t pending_bytes(int pack, int warps, int elems) {
-  int levels = 0;
-  while ((1 << levels) < pack) ++levels;
-  return static_cast<size_t>(levels) * static_cast<size_t>(warps) * static_cast<size_t>(elems) * 32 * sizeof(float);
-}
 
 // Pipeline depth: 2 k-tiles, one in flight while one is computed, for every shape. The kernels are
 // latency-bound at decode sizes, with shared memory setting how many warps an SM holds, and more
@@ -457,11 +407,9 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
   MEMRA_ASSERT(!ONE_ROW || args.rows == 1, "matmul: the one-row kernel takes one row a group");
   MEMRA_ASSERT(warps >= 1 && 32 * warps <= THREADS, "matmul: {} warps for a kernel of {} threads", warps, THREADS);
   auto kernel = matmul_kernel<T, MT, NT, SW, kStages, ONE_ROW, THREADS>;
-  // The stages, the staged rows' source rows (int64 each), the stages' barriers, then a packed
-  // block's pending partials.
+  // The stages, then the staged rows' source rows (int64 each).
   const size_t smem = static_cast<size_t>(kStages) * Shape<T, MT, NT>::stage_bytes(warps) +
-                      sizeof(int64_t) * static_cast<size_t>(8 * NT) + sizeof(uint64_t) * kStages +
-                      pending_bytes(args.seg_pack, warps, MT * NT * 4);
+                      sizeof(int64_t) * static_cast<size_t>(8 * NT) + sizeof(uint64_t) * kStages;
   MEMRA_ASSERT(static_cast<size_t>(MT * NT * 4) * 32 * warps * sizeof(float) <= smem, "partials fit in the stages");
   static size_t configured = 0;  // the dynamic shared memory limit raised so far for this kernel
   if (smem > configured) {
@@ -469,10 +417,7 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
     configured = smem;
   }
   const int64_t seq_tiles = args.tiles ? 1 : (args.rows + 8 * NT - 1) / (8 * NT);
-  MEMRA_ASSERT(args.seg_pack >= 1 && args.segs % args.seg_pack == 0, "matmul: {} segments packed {} a block",
-               args.segs, args.seg_pack);
-  const int cluster = args.segs / args.seg_pack;
-  const int64_t grid_y = row_tiles * cluster;
+  const int64_t grid_y = row_tiles * args.segs;
   MEMRA_ASSERT(seq_tiles <= 0x7fffffff && grid_y <= 65535, "matmul: launch too large ({} x {} blocks)", seq_tiles,
                grid_y);
   cudaLaunchConfig_t cfg{};
@@ -485,7 +430,7 @@ void launch_shape(const Args& args, int warps, int64_t row_tiles, cudaStream_t s
   int n_attr = 0;
   attr[n_attr].id = cudaLaunchAttributeClusterDimension;
   attr[n_attr].val.clusterDim.x = 1;
-  attr[n_attr].val.clusterDim.y = static_cast<unsigned>(cluster);
+  attr[n_attr].val.clusterDim.y = static_cast<unsigned>(args.segs);
   attr[n_attr].val.clusterDim.z = 1;
   ++n_attr;
   if (pdl_enabled()) {

@@ -49,8 +49,8 @@
 // ((P0 + P1) + (P2 + P3)) + ((P4 + P5) + (P6 + P7)) (S = 8).
 // Then result = sum * 2^e_r (exact), and the op's epilogue: out = result, out = out + result
 // (accumulate), or silu(result_gate) * result_up (SwiGLU). The segments are what lets a single
-// decode row spread over the GPU (k_matmul.cu runs them as a cluster of blocks, or several a block
-// one after another, folded into the same tree); they depend on n_in only.
+// decode row spread over the GPU (k_matmul.cu runs them as a cluster of blocks); they depend on
+// n_in only.
 //
 // The CPU backend computes the same products in float64 from unrounded activations: the
 // difference is the f16 rounding of x' (relative 2^-11 per element; ~2^-22 for the float types)

@@ -231,14 +231,12 @@ __device__ __forceinline__ void for_each_block(F&& f) {
 
 // The K segments' partials p(0) .. p(segs - 1) of one output in matmul_order.h's tree:
 // P0 + P1 (2 segments), ((P0 + P1) + (P2 + P3)) + ((P4 + P5) + (P6 + P7)) (8; k_segments gives
-// no other count above 1). Four: the tree's top over partials that are pair sums already (a
-// cluster of blocks that each summed two segments: matmul_kernel's seg_pack).
+// no other count above 1).
 template <typename Partial>
 __device__ __forceinline__ float segment_tree(int segs, const Partial& p) {
   auto pair = [&](int s) { return __fadd_rn(p(s), p(s + 1)); };
   const float p01 = pair(0);
   if (segs == 2) return p01;
-  if (segs == 4) return __fadd_rn(p01, pair(2));
   return __fadd_rn(__fadd_rn(p01, pair(2)), __fadd_rn(pair(4), pair(6)));
 }
 
