@@ -6,8 +6,6 @@
 #   s: why the matmuls issue at ~42-50%: Nsight Compute's per-reason stall cycles (warp cycles per
 #      issued instruction, by reason) for the B = 64 decode matmuls (the SwiGLU (2, 4) and the (1, 2)
 #      launches, as session 40's ncu-matmul-b64) and B = 1's streaming kernels, clocks not locked
-#   p: bench/probes/mma_operand_swap.cu (carry .gpu/mma_swap, built here with the nvcc line in its
-#      header): whether mma.sync keeps every bit when weights and sequences trade MMA sides
 #   d: issue 10's depth rows: 9B Q4_0 tg128 B = 1 @ d0 and d32768, f16 KV and the 8-bit KV
 set -u
 [ -x /tmp/g/bin/memra ] || { mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g; }
@@ -20,8 +18,6 @@ rows() { grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-9; }
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:?phase}" in
   n) bash bench/notes/experiments/2026-12-06-s42.sh n ;;
-  p) [ -x .gpu/mma_swap ] || nvcc -O3 -arch=sm_90 -std=c++17 bench/probes/mma_operand_swap.cu -o .gpu/mma_swap
-     .gpu/mma_swap ;;
   d)
     for kv in f16 q8_0; do
       echo "== KV $kv"
