@@ -5,7 +5,8 @@
 #      last 100 decode steps against that window's length)
 #   s: why the matmuls issue at ~42-50%: Nsight Compute's per-reason stall cycles (warp cycles per
 #      issued instruction, by reason) for the B = 64 decode matmuls (the SwiGLU (2, 4) and the (1, 2)
-#      launches, as session 40's ncu-matmul-b64) and B = 1's streaming kernels, clocks not locked
+#      launches, as session 40's ncu-matmul-b64; only with B64=1: session 41's SASS samples have
+#      that kernel's stalls) and B = 1's streaming kernels, clocks not locked
 #   d: issue 10's depth rows: 9B Q4_0 tg128 B = 1 @ d0 and d32768, f16 KV and the 8-bit KV
 set -u
 [ -x /tmp/g/bin/memra ] || { mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g; }
@@ -26,11 +27,11 @@ case "${1:?phase}" in
   s)
     NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
     MET="smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__warps_active.avg.per_cycle_active,smsp__inst_executed.sum,gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread"
-    MEMRA_CUDA_GRAPHS=0 timeout 240 $NCU --clock-control none --kernel-name-base demangled --kernel-name regex:matmul_kernel \
+    [ "${B64:-0}" = 1 ] && MEMRA_CUDA_GRAPHS=0 timeout 240 $NCU --clock-control none --kernel-name-base demangled --kernel-name regex:matmul_kernel \
       --launch-skip 1040 --launch-count 8 --metrics $MET $M bench -m $F --device cuda -p 0 -n 4 -b 64 -d 512 -r 1 --ctx 8192 > $OUT/ncu-stalls-b64.txt 2>&1
     MEMRA_CUDA_GRAPHS=0 timeout 240 $NCU --clock-control none --kernel-name-base demangled --kernel-name regex:matmul_stream_kernel \
       --launch-skip 200 --launch-count 6 --metrics $MET $M bench -m $F --device cuda -p 0 -n 4 -b 1 -d 512 -r 1 --ctx 8192 > $OUT/ncu-stalls-b1.txt 2>&1
-    for f in $OUT/ncu-stalls-b64.txt $OUT/ncu-stalls-b1.txt; do
+    for f in $OUT/ncu-stalls-b*.txt; do
       echo "== $f"; grep -E 'matmul|stalled|latency_per|issue_active|warps_active|inst_executed|duration|grid_size|registers' $f | \
         awk '/matmul/ {print; next} {v=$NF; gsub(",","",v); if ($1 ~ /stalled/ && v+0 < 0.15) next; print}' | cut -c1-160
     done ;;
