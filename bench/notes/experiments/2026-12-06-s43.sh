@@ -9,12 +9,7 @@
 #      that kernel's stalls) and B = 1's streaming kernels, clocks not locked
 #   d: issue 10's depth rows: 9B Q4_0 tg128 B = 1 @ d0 and d32768, f16 KV and the 8-bit KV
 set -u
-[ -x /tmp/g/bin/memra ] || { mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g; }
-export LD_LIBRARY_PATH=/tmp/g/lib
-M=/tmp/g/bin/memra
-F=/tmp/9b.gguf
-[ -f $F ] || $M synth --arch qwen35 --shape 9b --type q4_0 -o $F > /dev/null 2>&1
-rows() { grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-9; }
+source bench/notes/experiments/device-env.sh
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:?phase}" in
