@@ -13,12 +13,7 @@
 #      the record rows (pp512 + tg128, B = 1..64 --verify-exact) and the GpuMatmul tests
 set -u
 [ "${1:-}" = f ] && rm -rf /tmp/g
-[ -x /tmp/g/bin/memra ] || { mkdir -p /tmp/g && tar xJf .gpu/bundle.tar.xz -C /tmp/g; }
-export LD_LIBRARY_PATH=/tmp/g/lib
-M=/tmp/g/bin/memra
-F=/tmp/9b.gguf
-[ -f $F ] || $M synth --arch qwen35 --shape 9b --type q4_0 -o $F > /dev/null 2>&1
-rows() { grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-9; }
+source bench/notes/experiments/device-env.sh
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:?phase}" in
