@@ -7,13 +7,44 @@
 #      issued instruction, by reason) for the B = 64 decode matmuls (the SwiGLU (2, 4) and the (1, 2)
 #      launches, as session 40's ncu-matmul-b64; only with B64=1: session 41's SASS samples have
 #      that kernel's stalls) and B = 1's streaming kernels, clocks not locked
+#   g: the same question without nsys (not on the H100 image): Nsight Compute's graph profiling
+#      of the decode-step graphs (their GPU time against bench's step, SM-active share inside)
 #   d: issue 10's depth rows: 9B Q4_0 tg128 B = 1 @ d0 and d32768, f16 KV and the 8-bit KV
 set -u
 source bench/notes/experiments/device-env.sh
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:?phase}" in
-  n) bash bench/notes/experiments/2026-12-06-s42.sh n ;;
+  n) bash bench/notes/experiments/2026-12-06-s42.sh n ;;  # needs nsys: the H100 image has none (session 43)
+  g)
+    # The idle share without nsys: Nsight Compute profiles each replayed decode graph as one workload
+    # (--graph-profiling graph): its duration against bench's ms a step (the host's share between
+    # steps), and sm__cycles_active / elapsed inside it (SMs with no resident warp). Every workload
+    # of the run is profiled with one cheap pass (the bandwidth probe, the context's prefill kernels,
+    # then the step graphs); the graphs are the rows without a kernel signature.
+    NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    for b in 1 16; do
+      timeout 200 $NCU --clock-control none --cache-control none --graph-profiling graph --csv \
+        --metrics gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_elapsed.avg,dram__bytes_read.sum \
+        $M bench -m $F --device cuda -p 0 -n 24 -b $b -d 512 -r 1 --ctx 8192 > $OUT/ncu-graphs-b$b.csv 2>&1
+      grep -E 'tg24' $OUT/ncu-graphs-b$b.csv | cut -d'|' -f5-9
+      python3 - $OUT/ncu-graphs-b$b.csv <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+h = rows[0]
+ii, ki, mi, vi = (h.index(c) for c in ('ID', 'Kernel Name', 'Metric Name', 'Metric Value'))
+m, name = collections.defaultdict(dict), {}
+for r in rows[1:]:
+    m[r[ii]][r[mi]] = float(r[vi].replace(',', ''))
+    name[r[ii]] = r[ki]
+graphs = [k for k in sorted(m, key=int) if '(' not in name[k]]
+print(f"{len(m)} workloads, {len(graphs)} without a kernel signature (graphs); the last 12:")
+for k in graphs[-12:]:
+    v = m[k]
+    print(f"  {k} {name[k][:30]!r}: {v['gpu__time_duration.sum'] / 1e3:.1f} us, SMs active "
+          f"{100 * v['sm__cycles_active.avg'] / v['sm__cycles_elapsed.avg']:.1f}%, read {v['dram__bytes_read.sum'] / 1e9:.2f} GB")
+PY
+    done ;;
   d)
     for kv in f16 q8_0; do
       echo "== KV $kv"
