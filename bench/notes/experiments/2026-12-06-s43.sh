@@ -12,6 +12,7 @@
 #   d: issue 10's depth rows: 9B Q4_0 tg128 B = 1 @ d0 and d32768, f16 KV and the 8-bit KV
 set -u
 source bench/notes/experiments/device-env.sh
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:?phase}" in
@@ -21,8 +22,8 @@ case "${1:?phase}" in
     # (--graph-profiling graph): its duration against bench's ms a step (the host's share between
     # steps), and sm__cycles_active / elapsed inside it (SMs with no resident warp). Every workload
     # of the run is profiled with one cheap pass (the bandwidth probe, the context's prefill kernels,
-    # then the step graphs); the graphs are the rows without a kernel signature.
-    NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    # then the step graphs); the graphs are taken to be the rows whose name has no kernel signature
+    # (a guess: not run yet, so check the CSV's names first).
     for b in 1 16; do
       timeout 200 $NCU --clock-control none --cache-control none --graph-profiling graph --csv \
         --metrics gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_elapsed.avg,dram__bytes_read.sum \
@@ -51,7 +52,6 @@ PY
       MEMRA_CUDA_KV=$kv timeout 200 $M bench -m $F --device cuda -p 0 -n 128 -d 0,32768 -r 3 --ctx 33000 2>&1 | rows
     done ;;
   s)
-    NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
     MET="smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warp_latency_per_inst_issued.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__warps_active.avg.per_cycle_active,smsp__inst_executed.sum,gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread"
     [ "${B64:-0}" = 1 ] && MEMRA_CUDA_GRAPHS=0 timeout 240 $NCU --clock-control none --kernel-name-base demangled --kernel-name regex:matmul_kernel \
       --launch-skip 1040 --launch-count 8 --metrics $MET $M bench -m $F --device cuda -p 0 -n 4 -b 64 -d 512 -r 1 --ctx 8192 > $OUT/ncu-stalls-b64.txt 2>&1
