@@ -535,24 +535,32 @@ TEST(GpuAttentionLongRow, MergeOverSeveralChunksMatchesCpu) {
 }
 
 // A decode step of mixed depths (StepPlan::mixed_depths: the tensor-core split kernel walks the
-// step's work list) gives each row the bits of its step alone (a grid launch), and matches the CPU.
+// step's work list) gives each row the bits of its step alone (a grid launch), and matches the CPU:
+// f16 and 8-bit caches, head sizes 64 and 256 (the tiny shape's 8-bit rows are not 16-byte
+// multiples: the forms without staged V). The emulation runs the tiny shape's f16 rows only (CI's time).
 TEST(GpuAttentionMixedDepths, ListedStepGivesEachRowItsAloneBits) {
   MEMRA_GPU_OR_SKIP(probe);
-  auto gpu = gpu_with_kv(GgmlType::F16, true);
-  AttentionRig rig(*gpu, kTiny);
-  const std::vector<int32_t> depths = {3000, 5, 130, 0, 260};
-  for (size_t i = 0; i < depths.size(); ++i) rig.add_sequence(depths[i], 70 + i);
-  std::vector<Part> all;
-  for (size_t i = 0; i < depths.size(); ++i) all.push_back({static_cast<int>(i), 1});
-  const StepOut batch = rig.step(all, 71, false);
-  rig.expect_close(batch, "mixed-depth decode step");
-  for (size_t i = 0; i < depths.size(); ++i) {
-    const int seq = static_cast<int>(i);
-    const StepOut alone = rig.step({{seq, 1}}, 71, false, false);
-    const auto a = rows_of(alone, seq, rig.o_row(), alone.gpu), b = rows_of(batch, seq, rig.o_row(), batch.gpu);
-    ASSERT_EQ(a.size(), b.size());
-    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "sequence at depth " << depths[i];
-  }
+  for (const GgmlType kv : {GgmlType::F16, GgmlType::Q8_0})
+    for (const Dims* d : {&kTiny, &k9B}) {
+      if (test::emulated() && (kv != GgmlType::F16 || d != &kTiny)) continue;
+      auto gpu = gpu_with_kv(kv, true);
+      AttentionRig rig(*gpu, *d, kv == GgmlType::Q8_0 ? kAttnTolQ8 : kAttnTol);
+      const std::vector<int32_t> depths = {3000, 5, 130, 0, 260};
+      for (size_t i = 0; i < depths.size(); ++i) rig.add_sequence(depths[i], 70 + i);
+      std::vector<Part> all;
+      for (size_t i = 0; i < depths.size(); ++i) all.push_back({static_cast<int>(i), 1});
+      const std::string what = std::string(d->name) + (kv == GgmlType::Q8_0 ? ", 8-bit cache" : ", f16 cache");
+      const StepOut batch = rig.step(all, 71, false);
+      rig.expect_close(batch, "mixed-depth decode step, " + what);
+      for (size_t i = 0; i < depths.size(); ++i) {
+        const int seq = static_cast<int>(i);
+        const StepOut alone = rig.step({{seq, 1}}, 71, false, false);
+        const auto a = rows_of(alone, seq, rig.o_row(), alone.gpu), b = rows_of(batch, seq, rig.o_row(), batch.gpu);
+        ASSERT_EQ(a.size(), b.size());
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+            << what << ": sequence at depth " << depths[i];
+      }
+    }
 }
 
 // A decode graph recorded for one mixed-depth step replays for the next steps of its key, whose
