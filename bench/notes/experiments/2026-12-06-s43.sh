@@ -8,7 +8,8 @@
 #      launches, as session 40's ncu-matmul-b64; only with B64=1: session 41's SASS samples have
 #      that kernel's stalls) and B = 1's streaming kernels, clocks not locked
 #   g: the same question without nsys (not on the H100 image): Nsight Compute's graph profiling
-#      of the decode-step graphs (their GPU time against bench's step, SM-active share inside)
+#      of the decode-step graphs (their GPU time against bench's step, SM-active share inside).
+#      Superseded by 2026-12-06-s44.sh g (run in session 44, at depth 0: no prefill workloads first)
 #   d: issue 10's depth rows: 9B Q4_0 tg128 B = 1 @ d0 and d32768, f16 KV and the 8-bit KV
 set -u
 source bench/notes/experiments/device-env.sh

@@ -1,24 +1,23 @@
 #!/usr/bin/env bash
 # Session 44's device calls. Carry .gpu/bundle.tar.xz (the build under test) and .gpu/B0.xz (main's
-# memra: `xz -c` of a main bundle's bin/memra, already stripped) or .gpu/X.xz / Y.xz (experiment
-# builds: scripts/gpu-bundle.sh --memra X); the tracked files (~35 MB) + the bundle + one more memra
+# memra: `xz -c` of a main bundle's bin/memra, already stripped) or .gpu/Y.xz (an experiment
+# build: scripts/gpu-bundle.sh --memra Y); the tracked files (~35 MB) + the bundle + one more memra
 # is what fits the 64 MiB transfer.
 # Ran in session 44: w1, w2, g (results: bench/results/2026-12-07-0045-h100-session44.md).
 # NOT RUN (no device time left): l / l2, the candidate of bench/notes/experiments/2026-12-07-s44-
 # argmax-attn3.patch (git apply it, build, scripts/gpu-bundle.sh build; B0 = main's memra).
-#   g: issue 10's idle share without nsys: s43.sh g (Nsight Compute's graph profiling of the decode
-#      step graphs), plus the workload names it saw, so the graph-row guess can be checked
-#   a: issue 10's depth item, main (M) against X: 9B Q4_0 tg128 B = 1 @ d0 / d32768 with the 8-bit
-#      cache, alternating builds twice; decode logits over 1,301 steps cmp (X must not change a bit)
-#   w1 / w2: the walking decode attention (attention_tc_walk_kernel; the bundle's memra M and
-#      memra_tests) against main (.gpu/B0.xz, f452e10) and the 3-blocks-an-SM try (.gpu/Y.xz):
+#   g: issue 10's idle share without nsys: s43.sh g's Nsight Compute graph profiling of the decode
+#      step graphs, at depth 0 and 16 steps, with the workload names it saw and the bench steps
+#   w1 / w2: the walking decode attention (the bundle built with 2026-12-07-s44-attention-walk.patch
+#      applied: its memra M and memra_tests; the patch carries the experiment-only MEMRA_EXP_WALK_*
+#      override w2 uses) against main (.gpu/B0.xz, f452e10) and, if carried, .gpu/Y.xz:
 #      w1 the attention GPU tests, then tg128 B = 1 @ d0 / d32768 (8-bit and f16 caches), builds
 #      alternating; w2 the walk length swept (MEMRA_EXP_WALK_Q8 / _F16, an experiment-only
 #      override; 1 = the one-split kernel), --verify-exact at B = 1, 2 @ d32768 and B = 16 / 64
 #      @ d4096 against main
 #   l: the landing candidate (the bundle: argmax segments of 1,024 logits; the 8-bit staged decode
-#      attention at 3 blocks an SM) against main (.gpu/B0.xz): the op table's argmax / sampling /
-#      attention cases and the attention tests, then B = 1 tg128 @ d0 / d32768 (both caches) and
+#      attention at 3 blocks an SM) against main (.gpu/B0.xz): the sampling op table (argmax among it),
+#      GpuSampling* and the attention tests, then B = 1 tg128 @ d0 / d32768 (both caches) and
 #      B = 16 / 64 @ d512, builds alternating
 #   l2: phase l cut to ~3 minutes (a call with little budget left)
 #   c: Nsight Compute of the 8-bit decode attention's split kernel at d32768 (one steady decode
@@ -26,10 +25,10 @@
 #      ran it inline, with the walk kernel beside it)
 set -u
 source bench/notes/experiments/device-env.sh
-for n in X Y B0; do
+for n in Y B0; do
   [ -f .gpu/$n.xz ] && { [ -x /tmp/g/$n ] || { xz -dc .gpu/$n.xz > /tmp/g/$n && chmod +x /tmp/g/$n; }; }
 done
-X=/tmp/g/X Y=/tmp/g/Y B0=/tmp/g/B0
+Y=/tmp/g/Y B0=/tmp/g/B0
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 b() { local bin=$1 kv=$2; shift 2; MEMRA_CUDA_KV=$kv timeout 200 $bin bench -m $F --device cuda "$@" 2>/dev/null | rows; }
 {
@@ -66,14 +65,6 @@ for k in ids[-14:]:
 PY
     done
     for b1 in 1 16; do echo "bench B=$b1 tg16 @ d0 (no profiler):"; b $M f16 -p 0 -n 16 -b $b1 -d 0 -r 3 --ctx 8192; done ;;
-  a)
-    $M --version; $X --version
-    ids=$(seq -s, 100 1400)
-    for bin in M X; do MEMRA_CUDA_KV=q8_0 ${!bin} logits -m $F --device cuda --ids $ids --mode decode -o /tmp/l-$bin.bin 2>/dev/null; done
-    echo -n "logits q8_0 X vs M: "; cmp /tmp/l-M.bin /tmp/l-X.bin && echo identical
-    for r in 1 2; do for bin in M X; do
-      echo "r$r $bin q8_0 tg128 B=1 @ d0,32768:"; b ${!bin} q8_0 -p 0 -n 128 -b 1 -d 0,32768 -r 3 --ctx 33000
-    done; done ;;
   w1)
     $M --version; $B0 --version
     timeout 300 /tmp/g/bin/memra_tests --gtest_filter='GpuAttentionMixedDepths.*:GpuAttentionLongRow.*:GpuAttentionCutInvariance.*:GpuOps.Attention:GpuAttentionBlock.*' 2>&1 | grep -E '^\[  (  OK|FAILED|PASSED) |Failure|expected|Which' | head -40
