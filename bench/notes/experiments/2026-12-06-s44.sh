@@ -6,6 +6,7 @@
 # Ran in session 44: w1, w2, g (results: bench/results/2026-12-07-0045-h100-session44.md).
 # NOT RUN (no device time left): l / l2, the candidate of bench/notes/experiments/2026-12-07-s44-
 # argmax-attn3.patch (git apply it, build, scripts/gpu-bundle.sh build; B0 = main's memra).
+# Session 45 folded that patch into 2026-12-07-s45-argmax-attn-blocks.patch: run 2026-12-07-s45.sh x instead.
 #   g: issue 10's idle share without nsys: s43.sh g's Nsight Compute graph profiling of the decode
 #      step graphs, at depth 0 and 16 steps, with the workload names it saw and the bench steps
 #   w1 / w2: the walking decode attention (the bundle built with 2026-12-07-s44-attention-walk.patch
