@@ -4,9 +4,8 @@
 # build: scripts/gpu-bundle.sh --memra Y); the tracked files (~35 MB) + the bundle + one more memra
 # is what fits the 64 MiB transfer.
 # Ran in session 44: w1, w2, g (results: bench/results/2026-12-07-0045-h100-session44.md).
-# NOT RUN (no device time left): l / l2, the candidate of bench/notes/experiments/2026-12-07-s44-
-# argmax-attn3.patch (git apply it, build, scripts/gpu-bundle.sh build; B0 = main's memra).
-# Session 45 folded that patch into 2026-12-07-s45-argmax-attn-blocks.patch: run 2026-12-07-s45.sh x instead.
+# Not run: l / l2, the argmax / 3-blocks candidate; session 45 folded it into
+# 2026-12-07-s45-argmax-attn-blocks.patch (with K rolled) and 2026-12-07-s45.sh x / y / z, and removed them here.
 #   g: issue 10's idle share without nsys: s43.sh g's Nsight Compute graph profiling of the decode
 #      step graphs, at depth 0 and 16 steps, with the workload names it saw and the bench steps
 #   w1 / w2: the walking decode attention (the bundle built with 2026-12-07-s44-attention-walk.patch
@@ -16,11 +15,6 @@
 #      alternating; w2 the walk length swept (MEMRA_EXP_WALK_Q8 / _F16, an experiment-only
 #      override; 1 = the one-split kernel), --verify-exact at B = 1, 2 @ d32768 and B = 16 / 64
 #      @ d4096 against main
-#   l: the landing candidate (the bundle: argmax segments of 1,024 logits; the 8-bit staged decode
-#      attention at 3 blocks an SM) against main (.gpu/B0.xz): the sampling op table (argmax among it),
-#      GpuSampling* and the attention tests, then B = 1 tg128 @ d0 / d32768 (both caches) and
-#      B = 16 / 64 @ d512, builds alternating
-#   l2: phase l cut to ~3 minutes (a call with little budget left)
 #   c: Nsight Compute of the 8-bit decode attention's split kernel at d32768 (one steady decode
 #      launch; graphs off): speed of light, warp states, occupancy, memory, scheduler (session 44
 #      ran it inline, with the walk kernel beside it)
@@ -73,19 +67,6 @@ PY
       echo "r$r $bin q8_0 tg128 B=1 @ d0,32768:"; b ${!bin} q8_0 -p 0 -n 128 -b 1 -d 0,32768 -r 3 --ctx 33000
     done; done
     for bin in B0 M; do echo "$bin f16 tg128 B=1 @ d0,32768:"; b ${!bin} f16 -p 0 -n 128 -b 1 -d 0,32768 -r 3 --ctx 33000; done ;;
-  l)
-    $M --version; $B0 --version
-    timeout 240 /tmp/g/bin/memra_tests --gtest_filter='GpuOps.Sampling:GpuSampling*:GpuAttentionMixedDepths.*:GpuAttentionLongRow.*:GpuAttentionCutInvariance.*:GpuAttentionQ8Cache.*:GpuAttentionBlock.*:GpuOps.Attention' 2>&1 | grep -E '^\[  (  OK|FAILED|PASSED) |Failure|expected|Which' | grep -v '  OK' | head -30
-    for r in 1 2; do for bin in B0 M; do
-      echo "r$r $bin q8_0 tg128 B=1 @ d0,32768:"; b ${!bin} q8_0 -p 0 -n 128 -b 1 -d 0,32768 -r 3 --ctx 33000
-    done; done
-    for bin in B0 M B0 M; do echo "$bin f16 tg64 B=1,16,64 @ d512:"; b ${!bin} f16 -p 0 -n 64 -b 1,16,64 -d 512 -r 3 --ctx 8192; done
-    for bin in B0 M; do echo "$bin q8_0 tg32 B=16,64 @ d4096:"; b ${!bin} q8_0 -p 0 -n 32 -b 16,64 -d 4096 -r 2 --ctx 8192; done ;;
-  l2)
-    $M --version; $B0 --version
-    timeout 120 /tmp/g/bin/memra_tests --gtest_filter='GpuOps.Sampling:GpuAttentionMixedDepths.*:GpuAttentionQ8Cache.*' 2>&1 | grep -E '^\[  (  OK|FAILED|PASSED) |Failure|expected|Which' | grep -v '  OK' | head -20
-    for bin in B0 M; do echo "$bin q8_0 tg64 B=1 @ d0,32768:"; b ${!bin} q8_0 -p 0 -n 64 -b 1 -d 0,32768 -r 2 --ctx 33000; done
-    for bin in B0 M; do echo "$bin f16 tg32 B=1,16,64 @ d512:"; b ${!bin} f16 -p 0 -n 32 -b 1,16,64 -d 512 -r 2 --ctx 8192; done ;;
   w2)
     for w in 1 2 4 8 16; do echo "M q8_0 walk $w tg64 B=1 @ d32768:"; MEMRA_EXP_WALK_Q8=$w b $M q8_0 -p 0 -n 64 -b 1 -d 32768 -r 3 --ctx 33000; done
     for w in 1 8; do echo "M f16 walk $w tg64 B=1 @ d32768:"; MEMRA_EXP_WALK_F16=$w b $M f16 -p 0 -n 64 -b 1 -d 32768 -r 3 --ctx 33000; done
