@@ -92,6 +92,25 @@ TEST(GpuMoe, RowsAreBitIdenticalWhateverTheBatch) {
   }
 }
 
+TEST(GpuMoe, AStepOfMoreSelectionsThanTheRoutingStagesAtOnceGivesEachRowItsBits) {
+  // 600 rows x top 4 = 2,400 selections: the routing places them in two chunks (k_moe.cu stages
+  // 2,048 at a time), with 32 experts every expert's group spans both; steps of 60 rows take one.
+  MEMRA_GPU_OR_SKIP(gpu);
+  MoeCase c = make_case(GgmlType::Q4_0, false);
+  const MoeWeights w = upload(*gpu, c);
+  const int64_t rows = 600, hidden = 512, part = 60;
+  auto x = test::normal_floats(static_cast<size_t>(rows * hidden), 1.0f, 51);
+  const std::vector<float> base(static_cast<size_t>(rows * hidden), 0.0f);
+  const auto all = run(*gpu, w, x, base, rows);
+  for (int64_t r0 = 0; r0 < rows; r0 += part) {
+    std::vector<float> xs(x.begin() + r0 * hidden, x.begin() + (r0 + part) * hidden);
+    const std::vector<float> b0(static_cast<size_t>(part * hidden), 0.0f);
+    const auto got = run(*gpu, w, xs, b0, part);
+    ASSERT_EQ(0, std::memcmp(got.data(), all.data() + r0 * hidden, got.size() * sizeof(float)))
+        << "rows " << r0 << ".." << r0 + part << " differ from the 600-row step";
+  }
+}
+
 TEST(GpuMoe, RoutingTiesGoToTheLowerExpertLikeTheCpu) {
   // 63 experts whose router rows repeat every 21: each logit value belongs to 3 experts (e, e + 21,
   // e + 42, bit-identical logits on either backend), so the top 8 (three values' 9 experts) cut a
