@@ -94,7 +94,7 @@ TEST(GpuMoe, RowsAreBitIdenticalWhateverTheBatch) {
 
 TEST(GpuMoe, AStepOfMoreSelectionsThanTheRoutingStagesAtOnceGivesEachRowItsBits) {
   // 600 rows x top 4 = 2,400 selections: the routing places them in two chunks (k_moe.cu stages
-  // 2,048 at a time), with 32 experts every expert's group spans both; steps of 60 rows take one.
+  // 2,048 at a time; 32 experts, so groups span both chunks); steps of 60 rows take one chunk.
   MEMRA_GPU_OR_SKIP(gpu);
   MoeCase c = make_case(GgmlType::Q4_0, false);
   const MoeWeights w = upload(*gpu, c);
