@@ -10,7 +10,12 @@ namespace memra::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kSegment = 8192;
+// Logits a block of the first pass reads: 243 blocks for a 248,320-token vocabulary, about two an
+// SM, 4 loads a thread in flight. 8,192 gave 31 blocks, 18 us a row on an H100 (Nsight, 55 GB/s:
+// ~0.7% of a 9B B = 1 step) for a 1 MB read. 1,024 against 8,192, H100, 9B Q4_0 tg32 @ d512, two
+// alternations in one call: B = 1 371.5 / 369.5 -> 376.4 / 372.1 tok/s, B = 16 4,014 / 4,018 -> 4,040 /
+// 4,059 (bench/results/2026-12-07-0753-h100-s46-a.log).
+constexpr int64_t kSegment = 1024;
 
 struct Best {
   float v;

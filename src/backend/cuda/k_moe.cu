@@ -15,6 +15,13 @@ constexpr int kRouteThreads = 256;
 // Selections the grouping stages in shared memory at a time (after 2 n_expert ints).
 constexpr int kGroupChunk = 2048;
 
+// Warps that place the selections (route_group_kernel's positions): up to all of the block's, as long
+// as their per-expert slot tables ([warps][n_expert] ints) stay within 32 KiB.
+__host__ __device__ inline int route_placers(int n_expert, int n_warps) {
+  const int fit = (32 << 10) / (4 * n_expert);
+  return fit < 1 ? 1 : (fit < n_warps ? fit : n_warps);
+}
+
 // Blocks of the routing launch that have finished; the last one groups and sets it back to 0.
 // (One stream runs the launches one after another.)
 __device__ unsigned g_route_blocks_done = 0;
@@ -147,8 +154,8 @@ __global__ void __launch_bounds__(kRouteThreads)
     __syncthreads();
   }
 
-  // Grouping. The scratch now holds n_expert counts, n_expert offsets, then a chunk of the
-  // selections (kGroupChunk).
+  // Grouping. The scratch now holds n_expert counts, n_expert offsets, a chunk of the selections
+  // (kGroupChunk), then the placing warps' slot tables.
   const int64_t n_sel = rows * k;
   int32_t* count = reinterpret_cast<int32_t*>(scratch);
   int32_t* off = count + n_expert;
@@ -228,23 +235,61 @@ __global__ void __launch_bounds__(kRouteThreads)
     for (int i = tid; i < shared_tiles; i += n_threads) gt.tile[i] = i * slots + r.groups;
     for (int i = total + tid; i < gt.capacity; i += n_threads) gt.tile[i] = -1;
   }
-  // Positions: warp 0 walks the rows in order, lane i taking a row's selection i; a row's experts
-  // are distinct, so its lanes advance distinct offsets. Chunks of rows staged in shared memory.
-  const int64_t chunk_rows = max(1, kGroupChunk / k);
-  for (int64_t row0 = 0; row0 < rows; row0 += chunk_rows) {
-    const int64_t n_rows = min(chunk_rows, rows - row0);
+  // Positions: each selection's slot is its expert's offset plus the number of selections of the
+  // same expert before it (selection order: row, then rank), as if one thread walked them in order.
+  // The selections are cut into `placers` contiguous runs, one a warp: a warp counts its run's
+  // selections per expert (32 at a time: lanes with the same expert found by match, the lowest of
+  // them adds their number), a scan over the runs turns the counts into each run's first slot per
+  // expert, and the warp walks its run again, a lane's slot being its run's next slot plus the
+  // lanes of the same expert below it. (Before: warp 0 walked the rows one after another, a chain
+  // of shared-memory round trips as long as the step's rows: H100, 35B-A3B Q4_0 @ d512, two
+  // alternations in one call, serial -> parallel: pp512 12,993 / 13,034 -> 13,942 / 13,963 tok/s,
+  // B = 64 4,287 / 4,295 -> 4,385 / 4,387, B = 16 2,243 / 2,248 -> 2,272 / 2,268;
+  // bench/results/2026-12-07-0753-h100-s46-a.log.) Chunks of selections staged in shared memory.
+  const int placers = route_placers(n_expert, n_warps);
+  int32_t* run_slot = sel + kGroupChunk;  // [placers][n_expert]
+  const unsigned lanes_below = (1u << lane) - 1u;
+  for (int64_t f0 = 0; f0 < n_sel; f0 += kGroupChunk) {
+    const int n_f = static_cast<int>(min(static_cast<int64_t>(kGroupChunk), n_sel - f0));
+    const int run = (n_f + placers - 1) / placers;
+    const int f_lo = warp * run, f_hi = min(n_f, f_lo + run);
     __syncthreads();  // the offsets above, or the previous chunk consumed
-    for (int64_t f = tid; f < n_rows * k; f += n_threads) sel[f] = __ldcg(r.sel + row0 * k + f);
+    for (int f = tid; f < n_f; f += n_threads) sel[f] = __ldcg(r.sel + f0 + f);
+    for (int i = tid; i < placers * n_expert; i += n_threads) run_slot[i] = 0;
     __syncthreads();
-    if (warp == 0) {
-      for (int64_t rr = 0; rr < n_rows; ++rr) {
-        for (int i = lane; i < k; i += kWarp) {
-          const int e = sel[rr * k + i];
-          const int32_t slot = off[e];
-          off[e] = slot + 1;
-          r.pos[(row0 + rr) * k + i] = slot;
-          r.act_row[slot] = static_cast<int32_t>(row0 + rr);
+    int32_t* my_slots = run_slot + warp * n_expert;
+    if (warp < placers) {
+      for (int fb = f_lo; fb < f_hi; fb += kWarp) {
+        const int f = fb + lane;
+        const int e = f < f_hi ? sel[f] : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, e);
+        if (e >= 0 && (same & lanes_below) == 0) my_slots[e] += __popc(same);
+        __syncwarp();
+      }
+    }
+    __syncthreads();
+    for (int e = tid; e < n_expert; e += n_threads) {  // counts -> first slots, run by run
+      int at_e = off[e];
+      for (int w = 0; w < placers; ++w) {
+        const int c = run_slot[w * n_expert + e];
+        run_slot[w * n_expert + e] = at_e;
+        at_e += c;
+      }
+      off[e] = at_e;
+    }
+    __syncthreads();
+    if (warp < placers) {
+      for (int fb = f_lo; fb < f_hi; fb += kWarp) {
+        const int f = fb + lane;
+        const int e = f < f_hi ? sel[f] : -1;
+        const unsigned same = __match_any_sync(0xffffffffu, e);
+        if (e >= 0) {
+          const int32_t slot = my_slots[e] + __popc(same & lanes_below);
+          r.pos[f0 + f] = slot;
+          r.act_row[slot] = static_cast<int32_t>((f0 + f) / k);
         }
+        __syncwarp();
+        if (e >= 0 && (same & lanes_below) == 0) my_slots[e] += __popc(same);
         __syncwarp();
       }
     }
@@ -283,7 +328,9 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
   // The routing's scratch: p and the candidates (20 bytes an expert); the grouping reuses it for
   // counts and offsets, then a chunk of selections.
   const size_t route_smem = static_cast<size_t>(n_expert) * (2 * sizeof(unsigned long long) + sizeof(int));
-  const size_t group_smem = (static_cast<size_t>(n_expert) * 2 + kGroupChunk) * sizeof(int32_t);
+  const size_t group_smem =
+      (static_cast<size_t>(n_expert) * (2 + route_placers(n_expert, kRouteThreads / kWarp)) + kGroupChunk) *
+      sizeof(int32_t);
   const size_t smem = std::max(route_smem, group_smem);
   const bool lists = r.tiles[0].rows > 0 || r.tiles[1].rows > 0;
   auto* kernel = lists ? route_group_kernel<true> : route_group_kernel<false>;

@@ -86,6 +86,16 @@ T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
   const int base = cudasim::lane_id() & ~(width - 1);
   return cudasim::from_bits<T>(cudasim::warp_exchange(mask, cudasim::to_bits(v), base + (src_lane & (width - 1))));
 }
+// The lanes of `mask` that bring the same value as this lane (every lane of the mask must call it).
+template <typename T>
+unsigned __match_any_sync(unsigned mask, T v) {
+  unsigned same = 0;
+  for (int j = 0; j < 32; ++j) {
+    if (!((mask >> j) & 1u)) continue;
+    if (__shfl_sync(mask, v, j) == v) same |= 1u << j;
+  }
+  return same;
+}
 inline int __reduce_add_sync(unsigned mask, int v) {
   return static_cast<int>(static_cast<int64_t>(cudasim::warp_sum(mask, static_cast<uint64_t>(static_cast<int64_t>(v)))));
 }
