@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 46's device call. Carry .gpu/bundle.tar.xz (the experiment build: 2026-12-07-s45-argmax-attn-
-# blocks.patch + 2026-12-07-s46-moe-route-placers.patch, with the experiment-only switches
+# Session 46's device call (ran: bench/results/2026-12-07-0800-h100-session46.md). Carry
+# .gpu/bundle.tar.xz (the experiment build, 2026-12-07-s46-experiment-build.patch on 3098888:
+# s45's patch + the MoE placement landed in 2bb823e, with the experiment-only switches
 # MEMRA_EXP_ATTN_BLOCKS = 2 / 3 / 4 and MEMRA_EXP_ROUTE_SERIAL = 1 for main's serial placement) and
 # .gpu/B0.xz (main's memra; src as f452e10).
 #   a: s45.sh y (MixedDepths + sampling tests at 4 blocks; 8-bit tg64 B = 1 @ d0 / d32768 main vs 4 / 3
