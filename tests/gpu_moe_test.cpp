@@ -156,6 +156,16 @@ TEST(GpuMoe, RoutingTiesGoToTheLowerExpertLikeTheCpu) {
     EXPECT_LE(err, 1e-4 * mag) << "row " << r << ": the GPU routed differently from the CPU";
   }
   EXPECT_GE(compared, rows / 2) << "too few rows far from a near-tie to test";
+  // A row alone is routed by the one-row form (k_moe.cu: one warp, its own top-k walk and
+  // grouping, over 63 experts: two lanes' strides end short): every row's bits as in the batch,
+  // ties included.
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> xr(x.begin() + r * hidden, x.begin() + (r + 1) * hidden);
+    const std::vector<float> b0(static_cast<size_t>(hidden), 0.0f);
+    const auto alone = run(*gpu, wg, xr, b0, 1);
+    ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + r * hidden, alone.size() * sizeof(float)))
+        << "row " << r << " alone differs from the 40-row step";
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // k_matmul.cu). Every row is routed and combined from its own logits and outputs alone, in fixed
 // orders, so its bits never depend on which other rows share the step or what they route to.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "backend/cuda/common.cuh"
@@ -296,6 +297,84 @@ __global__ void __launch_bounds__(kRouteThreads)
   }
 }
 
+// The routing of a one-row step in one warp, with no block barrier: the same softmax (the max in
+// any order, then lane l's experts l, l + 32, ... summed in order and the warp's butterfly: the
+// block kernel's warp 0 sums the same way), the same k best (k rounds of the best left by larger p,
+// then lower id: the ranks route_group_kernel gives) and the same weights, then the row's
+// selections grouped directly: a selection's slot is the number of selected experts with a lower
+// id (the row's k experts are distinct, one selection a group). Every table the block kernel
+// writes for the row gets the same values, so a row routes to the same bits alone or batched.
+// Why: a one-row decode step ran route_group_kernel's dozen block barriers and its grouping
+// passes on the chain of every MoE layer. H100, 35B-A3B Q4_0 tg64 B = 1 @ d512, two alternations in
+// one call against the block kernel at one row: 378.0 / 377.1 -> 379.4 / 380.0 tok/s (~15 us a token,
+// less than the events profile's 12 us a launch suggested: that is mostly event overhead);
+// bench/results/2026-12-07-0955-h100-s47-route-warp.log.
+__global__ void __launch_bounds__(kWarp)
+    route_row_warp_kernel(const float* __restrict__ logits, int n_expert, int k, int norm_topk, MoeRouting r) {
+  pdl_enter();
+  MEMRA_DYNAMIC_SMEM(long long, key, 16);  // [n_expert] p as bits (non-negative), -1 once taken
+  __shared__ unsigned long long s_top[kMaxExpertsUsed];
+  __shared__ int s_sel[kMaxExpertsUsed];
+  const int lane = static_cast<int>(threadIdx.x);
+  float mx = -INFINITY;
+  for (int e = lane; e < n_expert; e += kWarp) mx = fmaxf(mx, logits[e]);
+  mx = warp_max(mx);
+  double sum = 0.0;
+  for (int e = lane; e < n_expert; e += kWarp) {
+    const double pe = exp(static_cast<double>(logits[e]) - static_cast<double>(mx));
+    key[e] = __double_as_longlong(pe);
+    sum = __dadd_rn(sum, pe);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+  for (int e = lane; e < n_expert; e += kWarp) {
+    const double v = __longlong_as_double(key[e]) / sum;
+    key[e] = __double_as_longlong(v > 0.0 ? v : 0.0);  // NaN logits select like zeros
+  }
+  for (int rank = 0; rank < k; ++rank) {
+    long long best = -1;
+    int best_id = INT_MAX;
+    for (int e = lane; e < n_expert; e += kWarp) {
+      const long long v = key[e];
+      if (v > best) best = v, best_id = e;  // increasing e: a tie keeps the lower id
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const long long ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oid = __shfl_xor_sync(0xffffffffu, best_id, o);
+      if (ob > best || (ob == best && oid < best_id)) best = ob, best_id = oid;
+    }
+    if (best_id % kWarp == lane) key[best_id] = -1;  // its owner: read by that lane only
+    if (lane == 0) {
+      s_top[rank] = static_cast<unsigned long long>(best);
+      s_sel[rank] = best_id;
+      r.sel[rank] = best_id;
+    }
+  }
+  __syncwarp();
+  double top = 0.0;  // the sum of the k best in rank order (every lane the same)
+  for (int i = 0; i < k; ++i) top = __dadd_rn(top, __longlong_as_double(s_top[i]));
+  for (int f = lane; f < k; f += kWarp) {
+    const double pk = __longlong_as_double(s_top[f]);
+    r.weight[f] = static_cast<float>(norm_topk ? pk / top : pk);
+    const int e = s_sel[f];
+    int slot = 0;
+    for (int i = 0; i < k; ++i) slot += s_sel[i] < e ? 1 : 0;
+    r.pos[f] = slot;
+    r.act_row[slot] = 0;
+    r.grp_expert[slot] = e;
+    r.grp_off[slot] = slot;
+  }
+  if (lane == 0) {
+    r.grp_off[k] = k;
+    if (r.shared_rows > 0) {  // the shared expert's slot over the one row
+      r.grp_expert[k] = -1;
+      r.grp_off[k + 1] = k + 1;
+      r.act_row[k] = 0;
+    }
+  }
+}
+
 __global__ void combine_kernel(const float* __restrict__ y, const int32_t* __restrict__ pos,
                                const float* __restrict__ weight, int k, const float* __restrict__ shared,
                                const float* __restrict__ gate_logit, float* __restrict__ out, int64_t hidden) {
@@ -325,6 +404,14 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
                  "moe_route: a block list of {} entries", gt.capacity);
   static_assert(kMaxExpertsUsed <= kRouteThreads, "a thread writes each selection's weight");
   if (rows == 0) return;
+  const bool lists = r.tiles[0].rows > 0 || r.tiles[1].rows > 0;
+  if (rows == 1 && !lists) {
+    MEMRA_ASSERT(r.groups == k);
+    launch(route_row_warp_kernel, 1, kWarp, static_cast<size_t>(n_expert) * sizeof(long long), stream, logits,
+           n_expert, k, norm_topk ? 1 : 0, r);
+    CUDA_LAUNCH_CHECK();
+    return;
+  }
   // The routing's scratch: p and the candidates (20 bytes an expert); the grouping reuses it for
   // counts and offsets, then a chunk of selections.
   const size_t route_smem = static_cast<size_t>(n_expert) * (2 * sizeof(unsigned long long) + sizeof(int));
@@ -332,7 +419,6 @@ void moe_route(const float* logits, int64_t rows, int n_expert, int k, bool norm
       (static_cast<size_t>(n_expert) * (2 + route_placers(n_expert, kRouteThreads / kWarp)) + kGroupChunk) *
       sizeof(int32_t);
   const size_t smem = std::max(route_smem, group_smem);
-  const bool lists = r.tiles[0].rows > 0 || r.tiles[1].rows > 0;
   auto* kernel = lists ? route_group_kernel<true> : route_group_kernel<false>;
   static size_t configured[2] = {48 << 10, 48 << 10};
   if (smem > configured[lists]) {
