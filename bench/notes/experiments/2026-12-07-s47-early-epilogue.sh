@@ -15,18 +15,12 @@
 # with the tree: at the limit). MEMRA_EXP_EARLY_EPI=0 turns the early reads off (main's kernel).
 # Land it without the switch if B = 1 gains on both models and the tests pass; ~4 minutes.
 set -u
-mkdir -p /tmp/g/bin /tmp/memra-gpu && tar xJf .gpu/lib.tar.xz -C /tmp/g && tar xJf .gpu/fx.tar.xz
-for b in X T; do xz -dc .gpu/$b.xz > /tmp/g/bin/$b && chmod +x /tmp/g/bin/$b; done
-export LD_LIBRARY_PATH=/tmp/g/lib MEMRA_GPU_TEST_DIR=/tmp/memra-gpu MEMRA_FIXTURES_DIR=$PWD/.fixtures
-X=/tmp/g/bin/X
-rows() { grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-8; }
-f9=/tmp/9b.gguf; f35=/tmp/memra-gpu/qwen35moe-35b-a3b-q4_0.gguf
+source bench/notes/experiments/device-x.sh
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 $X synth --arch qwen35 --shape 9b --type q4_0 -o $f9 > /dev/null 2>&1
 $X synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o $f35 > /dev/null 2>&1 &
-timeout 200 /tmp/g/bin/T --gtest_filter='GpuMatmul.*:GpuOps.Matmul:GpuModel.TinyFixtures*:GpuPrefixCache.*' 2>&1 |
-  grep -E '^\[  (FAILED|PASSED) |^\[  FAILED|Failure' | head -12
+gpu_tests 'GpuMatmul.*:GpuOps.Matmul:GpuModel.TinyFixtures*:GpuPrefixCache.*'
 wait
 for r in 1 2; do for e in 0 1; do
   echo "r$r 9B early_epi=$e"

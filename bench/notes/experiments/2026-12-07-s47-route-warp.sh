@@ -6,17 +6,11 @@
 # main's 2bb823e yet), --verify-exact at B = 4 / 16 (each sequence alone takes the one-warp form).
 # Carry .gpu/X.xz (memra), .gpu/T.xz (memra_tests), .gpu/lib.tar.xz, .gpu/fx.tar.xz (dense fixtures).
 set -u
-mkdir -p /tmp/g/bin /tmp/memra-gpu && tar xJf .gpu/lib.tar.xz -C /tmp/g && tar xJf .gpu/fx.tar.xz
-for b in X T; do xz -dc .gpu/$b.xz > /tmp/g/bin/$b && chmod +x /tmp/g/bin/$b; done
-export LD_LIBRARY_PATH=/tmp/g/lib MEMRA_GPU_TEST_DIR=/tmp/memra-gpu MEMRA_FIXTURES_DIR=$PWD/.fixtures
-X=/tmp/g/bin/X
-rows() { grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-8; }
-f35=/tmp/memra-gpu/qwen35moe-35b-a3b-q4_0.gguf
+source bench/notes/experiments/device-x.sh
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 $X synth --arch qwen35moe --shape 35b-a3b --type q4_0 -o $f35 > /dev/null 2>&1 &
-timeout 200 /tmp/g/bin/T --gtest_filter='GpuMoe.*:GpuOps.Moe*:GpuModel.TinyFixtures*:GpuPrefixCache.*' 2>&1 |
-  grep -E '^\[  (FAILED|PASSED) |^\[  FAILED|Failure' | head -12
+gpu_tests 'GpuMoe.*:GpuOps.Moe*:GpuModel.TinyFixtures*:GpuPrefixCache.*'
 wait
 for r in 1 2; do for e in 1 0; do
   echo "r$r 35B route_block=$e"

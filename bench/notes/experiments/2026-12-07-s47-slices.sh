@@ -6,12 +6,7 @@
 # of spill; 0: main's fused kernel, one block a head). Carry .gpu/X.xz (memra), .gpu/T.xz (memra_tests)
 # and .gpu/lib.tar.xz.
 set -u
-mkdir -p /tmp/g/bin /tmp/memra-gpu && tar xJf .gpu/lib.tar.xz -C /tmp/g
-for b in X T; do [ -x /tmp/g/bin/$b ] || { xz -dc .gpu/$b.xz > /tmp/g/bin/$b && chmod +x /tmp/g/bin/$b; }; done
-export LD_LIBRARY_PATH=/tmp/g/lib MEMRA_GPU_TEST_DIR=/tmp/memra-gpu
-X=/tmp/g/bin/X
-rows() { grep -E '^\| [^-]' | grep -v '| model |' | cut -d'|' -f5-8; }
-f9=/tmp/9b.gguf; f35=/tmp/memra-gpu/qwen35moe-35b-a3b-q4_0.gguf
+source bench/notes/experiments/device-x.sh
 {
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "${1:-a}" in

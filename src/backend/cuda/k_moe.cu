@@ -33,6 +33,33 @@ __device__ __forceinline__ bool ranks_before(unsigned long long pa, int a, unsig
   return pa > pb || (pa == pb && a < b);
 }
 
+// The routing's arithmetic, shared by its two kernels so that a row gets the same bits from either:
+// an expert's unnormalised probability (softmax in float64 from the row's largest logit), the
+// warp's total of the lanes' sums (each lane adds its experts l, l + 32, ... in order; then a
+// butterfly, which leaves every lane the same bits), an expert's probability as bits that order
+// like it, the k best's sum in rank order, and a selection's weight.
+__device__ __forceinline__ double route_exp(float logit, float mx) {
+  return exp(static_cast<double>(logit) - static_cast<double>(mx));
+}
+__device__ __forceinline__ double route_warp_total(double lane_sum) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) lane_sum = __dadd_rn(lane_sum, __shfl_xor_sync(0xffffffffu, lane_sum, o));
+  return lane_sum;
+}
+__device__ __forceinline__ unsigned long long route_prob_bits(double p, double sum) {
+  const double v = p / sum;
+  return __double_as_longlong(v > 0.0 ? v : 0.0);  // NaN logits select like zeros: ids stay in range
+}
+__device__ __forceinline__ double route_top_sum(const unsigned long long* top, int k) {
+  double s = 0.0;
+  for (int i = 0; i < k; ++i) s = __dadd_rn(s, __longlong_as_double(top[i]));
+  return s;
+}
+__device__ __forceinline__ float route_weight(unsigned long long pk_bits, double top, int norm_topk) {
+  const double pk = __longlong_as_double(pk_bits);
+  return static_cast<float>(norm_topk ? pk / top : pk);
+}
+
 // Inclusive sum over the warp's lanes in lane order (integers: exact).
 __device__ __forceinline__ int warp_inclusive_scan(int v) {
   const int lane = threadIdx.x % kWarp;
@@ -83,14 +110,12 @@ __global__ void __launch_bounds__(kRouteThreads)
     __syncthreads();
     mx = s_max[0];
     for (int w = 1; w < n_warps; ++w) mx = fmaxf(mx, s_max[w]);
-    for (int e = tid; e < n_expert; e += n_threads)
-      p[e] = __double_as_longlong(exp(static_cast<double>(l[e]) - static_cast<double>(mx)));
+    for (int e = tid; e < n_expert; e += n_threads) p[e] = __double_as_longlong(route_exp(l[e], mx));
     __syncthreads();
-    if (warp == 0) {  // lane l adds experts l, l + 32, ... in order, then a butterfly: a fixed order
+    if (warp == 0) {
       double sum = 0.0;
       for (int e = lane; e < n_expert; e += kWarp) sum = __dadd_rn(sum, __longlong_as_double(p[e]));
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
+      sum = route_warp_total(sum);
       if (lane == 0) s_sum = sum;
     }
     __syncthreads();
@@ -99,11 +124,7 @@ __global__ void __launch_bounds__(kRouteThreads)
     const int n_chunks = (n_expert + kWarp - 1) / kWarp;
     for (int c = warp; c < n_chunks; c += n_warps) {
       const int e = c * kWarp + lane;
-      unsigned long long pe = 0;
-      if (e < n_expert) {
-        const double v = __longlong_as_double(p[e]) / sum;
-        pe = __double_as_longlong(v > 0.0 ? v : 0.0);  // NaN logits select like zeros: ids stay in range
-      }
+      const unsigned long long pe = e < n_expert ? route_prob_bits(__longlong_as_double(p[e]), sum) : 0;
       int rank = 0;
       for (int j = 0; j < kWarp; ++j) {
         const unsigned long long pj = __shfl_sync(0xffffffffu, pe, j);
@@ -128,16 +149,9 @@ __global__ void __launch_bounds__(kRouteThreads)
       }
     }
     __syncthreads();
-    if (tid == 0) {  // the sum of the k best in rank order
-      double top = 0.0;
-      for (int i = 0; i < k; ++i) top = __dadd_rn(top, __longlong_as_double(s_top[i]));
-      s_sum = top;
-    }
+    if (tid == 0) s_sum = route_top_sum(s_top, k);
     __syncthreads();
-    if (tid < k) {
-      const double pk = __longlong_as_double(s_top[tid]);
-      r.weight[row * k + tid] = static_cast<float>(norm_topk ? pk / s_sum : pk);
-    }
+    if (tid < k) r.weight[row * k + tid] = route_weight(s_top[tid], s_sum, norm_topk);
   }
 
   // A launch of one block (a one-row decode step) groups at once: its own writes are visible to
@@ -297,10 +311,9 @@ __global__ void __launch_bounds__(kRouteThreads)
   }
 }
 
-// The routing of a one-row step in one warp, with no block barrier: the same softmax (the max in
-// any order, then lane l's experts l, l + 32, ... summed in order and the warp's butterfly: the
-// block kernel's warp 0 sums the same way), the same k best (k rounds of the best left by larger p,
-// then lower id: the ranks route_group_kernel gives) and the same weights, then the row's
+// The routing of a one-row step in one warp, with no block barrier: the same softmax and weights
+// (the route_* functions above; the max is order-free), the same k best (k rounds of the best left
+// by larger p, then lower id: the ranks route_group_kernel gives), then the row's
 // selections grouped directly: a selection's slot is the number of selected experts with a lower
 // id (the row's k experts are distinct, one selection a group). Every table the block kernel
 // writes for the row gets the same values, so a row routes to the same bits alone or batched.
@@ -321,16 +334,13 @@ __global__ void __launch_bounds__(kWarp)
   mx = warp_max(mx);
   double sum = 0.0;
   for (int e = lane; e < n_expert; e += kWarp) {
-    const double pe = exp(static_cast<double>(logits[e]) - static_cast<double>(mx));
+    const double pe = route_exp(logits[e], mx);
     key[e] = __double_as_longlong(pe);
     sum = __dadd_rn(sum, pe);
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum = __dadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, o));
-  for (int e = lane; e < n_expert; e += kWarp) {
-    const double v = __longlong_as_double(key[e]) / sum;
-    key[e] = __double_as_longlong(v > 0.0 ? v : 0.0);  // NaN logits select like zeros
-  }
+  sum = route_warp_total(sum);
+  for (int e = lane; e < n_expert; e += kWarp)
+    key[e] = static_cast<long long>(route_prob_bits(__longlong_as_double(key[e]), sum));
   for (int rank = 0; rank < k; ++rank) {
     long long best = -1;
     int best_id = INT_MAX;
@@ -352,11 +362,9 @@ __global__ void __launch_bounds__(kWarp)
     }
   }
   __syncwarp();
-  double top = 0.0;  // the sum of the k best in rank order (every lane the same)
-  for (int i = 0; i < k; ++i) top = __dadd_rn(top, __longlong_as_double(s_top[i]));
+  const double top = route_top_sum(s_top, k);  // every lane the same
   for (int f = lane; f < k; f += kWarp) {
-    const double pk = __longlong_as_double(s_top[f]);
-    r.weight[f] = static_cast<float>(norm_topk ? pk / top : pk);
+    r.weight[f] = route_weight(s_top[f], top, norm_topk);
     const int e = s_sel[f];
     int slot = 0;
     for (int i = 0; i < k; ++i) slot += s_sel[i] < e ? 1 : 0;
